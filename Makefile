@@ -1,0 +1,47 @@
+# Parallax: `make run` serves the embedded default, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+# Services the suite uses (already running on the project's machines and in CI).
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: run test install lint fmt demo worker train evaluate bench clean
+
+$(BIN)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first, pinned: the CPU build on this machine's disk (a looser pin pulls CUDA).
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(BIN)/.installed
+
+run: install
+	DEBUG=true $(PY) manage.py migrate --noinput
+	DEBUG=true $(PY) manage.py load_demo
+	DEBUG=true $(BIN)/daphne -b $(HOST) -p $(PORT) gallery.asgi:application
+
+test: install
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
+	REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
+	CELERY_TASK_ALWAYS_EAGER=$${CELERY_TASK_ALWAYS_EAGER:-true} \
+	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/lint-imports
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+fmt: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf var/parallax.sqlite3 var/media var/static

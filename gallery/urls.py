@@ -1,0 +1,22 @@
+from django.conf import settings
+from django.contrib import admin
+from django.urls import include, path, re_path
+from django.views.static import serve
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Each app owns its URLconf (pages and /api/ routes both).
+    path("", include("gallery.pages_urls")),
+    path("", include("worlds.urls")),
+    path("", include("sessions.urls")),
+    path("", include("worlds.moderation.urls")),
+]
+
+if not settings.S3_BUCKET:
+    # Embedded default: media files are local and served by the app itself.
+    urlpatterns += [
+        re_path(r"^media/(?P<path>.*)$", serve, {"document_root": settings.MEDIA_ROOT}),
+    ]

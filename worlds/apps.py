@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class WorldsConfig(AppConfig):
+    name = "worlds"
+    verbose_name = "Worlds"

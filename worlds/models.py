@@ -1,0 +1,113 @@
+"""The world catalog: worlds, their published versions, and likes."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+class Category(models.TextChoices):
+    GAMES = "games", "Games"
+    STORIES = "stories", "Stories"
+    CHARACTERS = "characters", "Characters"
+    LIVE = "live", "Live"
+
+
+class WorldStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    PUBLISHED = "published", "Published"
+    UNLISTED = "unlisted", "Unlisted"
+    IN_REVIEW = "in_review", "In review"
+    REMOVED = "removed", "Removed"
+
+
+class World(models.Model):
+    """A world as its creator edits it. Players always play a frozen WorldVersion of it."""
+
+    slug = models.SlugField(max_length=80, unique=True)
+    title = models.CharField(max_length=100)
+    description = models.TextField(max_length=2000, blank=True)
+    category = models.CharField(max_length=16, choices=Category.choices, db_index=True)
+    prompt = models.TextField(max_length=500, help_text="What the world is, in words.")
+    seed = models.PositiveIntegerField(default=0)
+    story_opening = models.TextField(max_length=2000, blank=True)
+    character_name = models.CharField(max_length=60, blank=True)
+    character_persona = models.TextField(max_length=1000, blank=True)
+    character_greeting = models.CharField(max_length=300, blank=True)
+    cover = models.ImageField(upload_to="covers/%Y/%m/", blank=True)
+    status = models.CharField(
+        max_length=16, choices=WorldStatus.choices, default=WorldStatus.DRAFT, db_index=True
+    )
+    creator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="worlds"
+    )
+    remix_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="remixes"
+    )
+    current_version = models.ForeignKey(
+        "WorldVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    play_count = models.PositiveIntegerField(default=0)
+    like_count = models.PositiveIntegerField(default=0)
+    trending_score = models.FloatField(default=0.0, db_index=True)
+    featured = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "category", "-published_at"])]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def get_absolute_url(self) -> str:
+        return reverse("world-detail", kwargs={"slug": self.slug})
+
+    @property
+    def is_public(self) -> bool:
+        return self.status in (WorldStatus.PUBLISHED, WorldStatus.UNLISTED)
+
+
+class WorldVersion(models.Model):
+    """An immutable snapshot of what a world was when published; sessions pin one."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=100)
+    category = models.CharField(max_length=16, choices=Category.choices)
+    prompt = models.TextField(max_length=500)
+    seed = models.PositiveIntegerField()
+    story_opening = models.TextField(max_length=2000, blank=True)
+    character_name = models.CharField(max_length=60, blank=True)
+    character_persona = models.TextField(max_length=1000, blank=True)
+    character_greeting = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["world", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["world", "number"], name="unique_world_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.world.slug} v{self.number}"
+
+
+class Like(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="likes")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "world"], name="unique_like")]
+
+
+class Play(models.Model):
+    """One play start, for trending (recent plays with time decay)."""
+
+    world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="plays")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
