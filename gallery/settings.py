@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from our static files: no CDN needed
     "channels",
     "storages",
     "gallery",
@@ -134,6 +135,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "worlds.tasks.recompute_trending",
         "schedule": envfloat("TRENDING_INTERVAL_S", 300.0),
     },
+    # Live play's safety net: sessions whose idle/grace timers died with their web process.
+    "reap-play-sessions": {
+        "task": "sessions.tasks.reap_sessions",
+        "schedule": envfloat("PLAY_REAP_INTERVAL_S", 30.0),
+    },
 }
 
 # --- Storage: S3 when configured, local files otherwise --------------------------------------
@@ -142,6 +148,7 @@ MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(envstr("STATIC_ROOT", str(VAR_DIR / "static")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every request without it
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Without a collected manifest (development, tests) WhiteNoise serves straight from the finders.
 WHITENOISE_USE_FINDERS = envbool("WHITENOISE_USE_FINDERS", True)
@@ -188,6 +195,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Uploads --------------------------------------------------------------------------------
@@ -195,6 +205,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
 COVER_MAX_BYTES = 5 * 1024 * 1024
 COVER_MAX_SIDE = 4096
+# Render a cover with the world model for worlds published without one. Off by default in eager
+# mode, where it would load the model inside the web request; `manage.py render_covers` backfills.
+COVER_RENDER_AUTO = envbool("COVER_RENDER_AUTO", not CELERY_TASK_ALWAYS_EAGER)
 
 # --- Live play ------------------------------------------------------------------------------
 # Embedded default: the web process runs one in-process inference worker.
@@ -205,6 +218,12 @@ INFERENCE_FPS = envfloat("INFERENCE_FPS", 24.0)
 SESSION_MAX_SECONDS = envint("SESSION_MAX_SECONDS", 30 * 60)
 SESSION_IDLE_SECONDS = envint("SESSION_IDLE_SECONDS", 5 * 60)
 SESSION_RECONNECT_GRACE_SECONDS = envint("SESSION_RECONNECT_GRACE_SECONDS", 30)
+SESSION_MAX_PER_USER = envint("SESSION_MAX_PER_USER", 2)
+SESSION_MAX_ANON_PER_BROWSER = envint("SESSION_MAX_ANON_PER_BROWSER", 1)
+SESSION_MAX_ANON_PER_IP = envint("SESSION_MAX_ANON_PER_IP", 3)
+
+# --- Moderation -----------------------------------------------------------------------------
+MODERATION_REPORTS_PER_HOUR = envint("MODERATION_REPORTS_PER_HOUR", 20)
 
 # --- Security -------------------------------------------------------------------------------
 # HTTPS=true behind a TLS-terminating proxy turns on every transport-security setting.

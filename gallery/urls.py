@@ -20,3 +20,8 @@ if not settings.S3_BUCKET:
     urlpatterns += [
         re_path(r"^media/(?P<path>.*)$", serve, {"document_root": settings.MEDIA_ROOT}),
     ]
+
+# Error pages: JSON under /api/, styled pages elsewhere.
+handler403 = "gallery.views.forbidden"
+handler404 = "gallery.views.not_found"
+handler500 = "gallery.views.server_error"

@@ -1,5 +1,8 @@
 from django.urls import path
 
-websocket_urlpatterns: list = [
-    # ws/play/<session_id>/ and ws/watch/<session_id>/ are added by the live-play work.
+from sessions import consumers
+
+websocket_urlpatterns = [
+    path("ws/play/<uuid:session_id>/", consumers.PlayConsumer.as_asgi()),
+    path("ws/watch/<uuid:session_id>/", consumers.WatchConsumer.as_asgi()),
 ]

@@ -36,6 +36,9 @@ class World(models.Model):
     character_persona = models.TextField(max_length=1000, blank=True)
     character_greeting = models.CharField(max_length=300, blank=True)
     cover = models.ImageField(upload_to="covers/%Y/%m/", blank=True)
+    # True when the cover is a frame the world model rendered (replaced when the spec changes),
+    # False when the creator uploaded it (never touched by the renderer).
+    cover_generated = models.BooleanField(default=False)
     status = models.CharField(
         max_length=16, choices=WorldStatus.choices, default=WorldStatus.DRAFT, db_index=True
     )
@@ -69,6 +72,29 @@ class World(models.Model):
     @property
     def is_public(self) -> bool:
         return self.status in (WorldStatus.PUBLISHED, WorldStatus.UNLISTED)
+
+    @property
+    def is_removed(self) -> bool:
+        return self.status == WorldStatus.REMOVED
+
+    @property
+    def cover_url(self) -> str:
+        if self.cover:
+            return self.cover.url
+        return reverse("world-placeholder", kwargs={"category": self.category, "slug": self.slug})
+
+
+# The fields a play session depends on: changing any of them makes a new WorldVersion.
+SPEC_FIELDS = (
+    "title",
+    "category",
+    "prompt",
+    "seed",
+    "story_opening",
+    "character_name",
+    "character_persona",
+    "character_greeting",
+)
 
 
 class WorldVersion(models.Model):
@@ -105,9 +131,15 @@ class Like(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "world"], name="unique_like")]
 
+    def __str__(self) -> str:
+        return f"{self.user_id} likes {self.world_id}"
+
 
 class Play(models.Model):
     """One play start, for trending (recent plays with time decay)."""
 
     world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="plays")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"play of world {self.world_id}"

@@ -1,0 +1,93 @@
+"""Inference throughput: batched stepping vs one session at a time, 1 to 32 sessions.
+
+    .venv/bin/python bench/inference.py [--chunk 8] [--rounds 8] [--threads 2]
+
+Every session is its own world with one player holding a key (so the canvas keeps growing,
+as in play). "batched" steps all sessions in one engine.step call; "sequential" makes one call
+per session, on the same engine and weights in the same run. Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from inference.engine import WorldEngine  # noqa: E402
+
+PROMPTS = [
+    "a quiet meadow",
+    "a snowy forest at night",
+    "a desert in the rain",
+    "a foggy coast",
+    "a village at dusk",
+    "a crystal cave",
+    "a pine forest",
+    "a tropical beach",
+]
+KEYS = [frozenset(k) for k in ("d", "s", "a", "w", "sd", "wa")]
+
+
+def make_sessions(engine: WorldEngine, n: int) -> list[str]:
+    pids = []
+    for i in range(n):
+        wid = engine.create_world(prompt=PROMPTS[i % len(PROMPTS)], seed=500 + i)
+        pids.append(engine.add_player(wid))
+    return pids
+
+
+def run(engine, pids, chunk, rounds, batched: bool) -> tuple[float, float]:
+    """-> (aggregate frames/s, median latency of one step call in ms)."""
+    keys = {p: KEYS[i % len(KEYS)] for i, p in enumerate(pids)}
+    latencies = []
+    start = time.perf_counter()
+    for _ in range(rounds):
+        groups = [pids] if batched else [[p] for p in pids]
+        for group in groups:
+            t = time.perf_counter()
+            engine.step({p: keys[p] for p in group}, {p: chunk for p in group})
+            latencies.append(time.perf_counter() - t)
+    elapsed = time.perf_counter() - start
+    return len(pids) * chunk * rounds / elapsed, 1000 * statistics.median(latencies)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunk", type=int, default=8, help="frames per step call per session")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--sessions", default="1,2,4,8,16,32")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    engine = WorldEngine.load()
+    print(
+        f"threads={args.threads} chunk={args.chunk} rounds={args.rounds} "
+        f"frame={engine.frame_size}x{engine.frame_size}"
+    )
+    print(
+        "| sessions | batched fps | sequential fps | speed-up | fps/session (batched) "
+        "| batched step ms | sequential step ms |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for n in (int(s) for s in args.sessions.split(",")):
+        pids = make_sessions(engine, n)
+        run(engine, pids, args.chunk, 1, batched=True)  # warm-up (and first canvas growth)
+        b_fps, b_ms = run(engine, pids, args.chunk, args.rounds, batched=True)
+        s_fps, s_ms = run(engine, pids, args.chunk, args.rounds, batched=False)
+        print(
+            f"| {n} | {b_fps:.0f} | {s_fps:.0f} | {b_fps / s_fps:.1f}x | {b_fps / n:.0f} "
+            f"| {b_ms:.1f} | {s_ms:.1f} |",
+            flush=True,
+        )
+        for wid in list(engine.worlds):
+            engine.drop_world(wid)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,461 @@
+"""Live-play benchmark on the real stack: Daphne, Redis, N inference workers, M WebSocket players.
+
+Each player holds random keys (a new key set every 0.3-1.2 s, re-sent every 250 ms like the
+browser), and the table reports per session: frames per second received, input-to-frame latency
+(from sending a new key set to the first frame echoing its seq) p50/p99, frames dropped (gaps in
+the frame numbers plus frames short of the target rate) and the CPU time the worker processes
+(and Daphne) spent per frame. Run once per channel layer to compare them on the frame path.
+
+    .venv/bin/python bench/play.py --workers 1 --players 8 --seconds 20 --layer both
+
+Needs PostgreSQL and Redis (defaults: postgres://postgres@127.0.0.1:5432/bench_play, dropped and
+created afresh each run, and redis://127.0.0.1:6379/12 — its px:play keys are cleared).
+Not part of the test suite.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+LAYERS = {
+    "pubsub": "channels_redis.pubsub.RedisPubSubChannelLayer",
+    "core": "channels_redis.core.RedisChannelLayer",
+}
+KEY_SETS = [[], ["w"], ["a"], ["s"], ["d"], ["w", "d"], ["s", "a"], ["space"]]
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--players", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured window")
+    parser.add_argument("--warmup", type=float, default=3.0, help="after all players are live")
+    parser.add_argument("--start-timeout", type=float, default=240.0)
+    parser.add_argument("--fps", type=float, default=24.0)
+    parser.add_argument("--capacity", type=int, default=0, help="per worker (default: enough)")
+    parser.add_argument("--layer", choices=["pubsub", "core", "both"], default="pubsub")
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_play")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/12")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--kill", action="store_true", help="then kill -9 a worker and time the failover"
+    )
+    return parser.parse_args()
+
+
+# --- setup ------------------------------------------------------------------------------------
+def prepare_database(args) -> None:
+    import psycopg
+
+    name = args.database_url.rsplit("/", 1)[1]
+    admin = args.database_url.rsplit("/", 1)[0] + "/postgres"
+    # A fresh database each run: the bench's own, never a shared one.
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=stack_env(args, "pubsub"),
+        check=True,
+    )
+
+
+def stack_env(args, layer: str) -> dict:
+    return {
+        **os.environ,
+        "DATABASE_URL": args.database_url,
+        "REDIS_URL": args.redis_url,
+        "CHANNEL_LAYER_BACKEND": LAYERS[layer],
+        "INFERENCE_IN_PROCESS": "false",
+        "CELERY_TASK_ALWAYS_EAGER": "true",
+        "LOG_LEVEL": "WARNING",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def make_players(args, count: int) -> tuple[str, list[dict]]:
+    """A published world and `count` players (API token + session cookie), through the ORM."""
+    os.environ.update(stack_env(args, "pubsub"))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gallery.settings")
+    import django
+
+    django.setup()
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+
+    from gallery.models import User
+    from sessions.models import ACTIVE_STATUSES, PlaySession
+    from worlds.models import Category, World, WorldStatus, WorldVersion
+
+    PlaySession.objects.filter(status__in=ACTIVE_STATUSES).update(status="ended")
+    owner, _ = User.objects.get_or_create(username="bench-owner")
+    world = World.objects.filter(slug="bench-meadow").first()
+    if world is None:
+        world = World.objects.create(
+            slug="bench-meadow",
+            title="Bench meadow",
+            category=Category.GAMES,
+            prompt="a sunny meadow with a pond and a few trees",
+            seed=11,
+            status=WorldStatus.PUBLISHED,
+            creator=owner,
+        )
+        version = WorldVersion.objects.create(
+            world=world,
+            number=1,
+            title=world.title,
+            category=world.category,
+            prompt=world.prompt,
+            seed=world.seed,
+        )
+        world.current_version = version
+        world.save(update_fields=["current_version"])
+    players = []
+    for i in range(count):
+        user, _ = User.objects.get_or_create(username=f"bench-player-{i}")
+        token, _ = Token.objects.get_or_create(user=user)
+        client = Client()
+        client.force_login(user)
+        players.append({"token": token.key, "cookie": client.cookies["sessionid"].value})
+    return world.slug, players
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clear_placement(url: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    for key in client.scan_iter("px:play:*"):
+        client.delete(key)
+
+
+class Stack:
+    def __init__(self, args, layer: str):
+        self.args, self.layer = args, layer
+        self.port = free_port()
+        self.logdir = Path(tempfile.mkdtemp(prefix="bench-play-"))
+        self.daphne = None
+        self.workers: list[subprocess.Popen] = []
+        self.names: dict[str, subprocess.Popen] = {}
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        log = open(self.logdir / f"{name}.log", "w")  # noqa: SIM115 - lives with the process
+        return subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=stack_env(self.args, self.layer),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def start(self) -> None:
+        from inference.placement import RedisPlacement
+
+        clear_placement(self.args.redis_url)
+        daphne = str(Path(sys.executable).parent / "daphne")
+        self.daphne = self._spawn(
+            "daphne", [daphne, "-b", "127.0.0.1", "-p", str(self.port), "gallery.asgi:application"]
+        )
+        # --kill: the survivors must hold the killed worker's sessions too.
+        share = -(-self.args.players // max(1, self.args.workers - bool(self.args.kill)))
+        capacity = self.args.capacity or share
+        for i in range(self.args.workers):
+            name = f"bench-{self.layer}-{i}-{uuid.uuid4().hex[:4]}"
+            self.names[name] = self._spawn(
+                name,
+                [
+                    sys.executable,
+                    "manage.py",
+                    "inference_worker",
+                    "--name",
+                    name,
+                    "--capacity",
+                    str(capacity),
+                    "--fps",
+                    str(self.args.fps),
+                ],
+            )
+            self.workers.append(self.names[name])
+        placement = RedisPlacement(self.args.redis_url)
+        deadline = time.monotonic() + 240
+        while len(placement.live_workers()) < self.args.workers or not self._port_open():
+            for proc in (self.daphne, *self.workers):
+                if proc.poll() is not None:
+                    raise SystemExit(f"a stack process died; logs in {self.logdir}")
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the stack did not come up; logs in {self.logdir}")
+            time.sleep(0.3)
+
+    def _port_open(self) -> bool:
+        with socket.socket() as sock:
+            sock.settimeout(0.2)
+            return sock.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def cpu_seconds(self) -> tuple[float, float]:
+        """(workers, daphne) user+system CPU seconds so far."""
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def cpu(pid: int) -> float:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick
+
+        return sum(cpu(p.pid) for p in self.workers), cpu(self.daphne.pid)
+
+    def stop(self) -> None:
+        for proc in (self.daphne, *self.workers):
+            if proc and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in (self.daphne, *self.workers):
+            if proc is None:
+                continue
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        clear_placement(self.args.redis_url)
+
+
+# --- players ----------------------------------------------------------------------------------
+class Player:
+    def __init__(self, index: int, session_id: str, rng: random.Random):
+        self.index, self.session_id, self.rng = index, session_id, rng
+        self.seq = 0
+        self.sent_at: dict[int, float] = {}  # seq of a key change -> send time
+        self.pending: list[int] = []  # key changes not yet seen in a frame
+        self.latencies: list[float] = []
+        self.frames = 0
+        self.gaps = 0
+        self.last_frame_no: int | None = None
+        self.measuring = False
+        self.killed_at: float | None = None  # when its worker was killed (--kill)
+        self.resumed_after: float | None = None  # seconds from the kill to a restored frame
+        self.notes: list[str] = []  # JSON messages, for a failed run's diagnosis
+
+    async def play(self, url: str, cookie: str, origin: str, until: float) -> None:
+        self.until = until  # moved up once the measured window is known
+        import websockets
+
+        from inference.protocol import FLAG_RESTORED, decode_header
+
+        async with websockets.connect(
+            url,
+            origin=origin,
+            proxy=None,
+            compression=None,
+            max_size=2**20,
+            additional_headers={"Cookie": f"sessionid={cookie}"},
+        ) as ws:
+            sender = asyncio.create_task(self._hold_keys(ws))
+            try:
+                while time.monotonic() < self.until:
+                    try:
+                        message = await asyncio.wait_for(
+                            ws.recv(), max(0.01, self.until - time.monotonic())
+                        )
+                    except TimeoutError:
+                        break
+                    if not isinstance(message, bytes):
+                        self.notes.append(message)
+                        continue
+                    _, flags, frame_no, seq = decode_header(message)
+                    now = time.monotonic()
+                    if self.killed_at and self.resumed_after is None and flags & FLAG_RESTORED:
+                        self.resumed_after = now - self.killed_at
+                    self._on_frame(frame_no, seq, now)
+            finally:
+                sender.cancel()
+
+    def _on_frame(self, frame_no: int, seq: int, now: float) -> None:
+        if self.measuring:
+            self.frames += 1
+            if self.last_frame_no is not None and frame_no > self.last_frame_no + 1:
+                self.gaps += frame_no - self.last_frame_no - 1
+        self.last_frame_no = frame_no
+        while self.pending and self.pending[0] <= seq:
+            change = self.pending.pop(0)
+            if self.measuring:
+                self.latencies.append(now - self.sent_at.pop(change))
+
+    async def _hold_keys(self, ws) -> None:
+        keys, change_at = [], 0.0
+        while time.monotonic() < self.until:
+            now = time.monotonic()
+            self.seq += 1
+            if now >= change_at:
+                keys = self.rng.choice([k for k in KEY_SETS if k != keys])
+                change_at = now + self.rng.uniform(0.3, 1.2)
+                self.sent_at[self.seq] = now
+                self.pending.append(self.seq)
+            await ws.send(json.dumps({"type": "input", "seq": self.seq, "keys": keys}))
+            await asyncio.sleep(min(0.25, max(0.01, change_at - time.monotonic())))
+
+
+async def run_players(args, stack: Stack, slug: str, players: list[dict]) -> dict:
+    import httpx
+
+    rng = random.Random(args.seed)
+    base = f"http://127.0.0.1:{stack.port}"
+    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        sessions = []
+        for creds in players:
+            response = await http.post(
+                "/api/sessions/",
+                json={"world": slug},
+                headers={"Authorization": f"Token {creds['token']}"},
+            )
+            response.raise_for_status()
+            sessions.append(response.json()["id"])
+    bench = [Player(i, sid, random.Random(rng.random())) for i, sid in enumerate(sessions)]
+    # Worlds are built one after another on the worker (seconds each on a busy CPU): the
+    # measured window starts once every player has its first frame.
+    until = time.monotonic() + args.start_timeout + args.warmup + args.seconds
+    tasks = [
+        asyncio.create_task(
+            p.play(
+                f"ws://127.0.0.1:{stack.port}/ws/play/{p.session_id}/", creds["cookie"], base, until
+            )
+        )
+        for p, creds in zip(bench, players, strict=True)
+    ]
+    deadline = time.monotonic() + args.start_timeout
+    while any(p.last_frame_no is None for p in bench) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    started_after = time.monotonic() - (deadline - args.start_timeout)
+    await asyncio.sleep(args.warmup)
+    cpu_start = stack.cpu_seconds()
+    for p in bench:
+        p.measuring = True
+    measured_from = time.monotonic()
+    await asyncio.sleep(args.seconds)
+    window = time.monotonic() - measured_from
+    cpu_end = stack.cpu_seconds()
+    for p in bench:
+        p.measuring = False
+    failover = await kill_a_worker(stack, bench) if args.kill else None
+    for p in bench:
+        p.until = time.monotonic()
+    for p, outcome in zip(bench, await asyncio.gather(*tasks, return_exceptions=True), strict=True):
+        if isinstance(outcome, BaseException):
+            print(f"player {p.index}: {outcome!r} after {p.notes[-3:]}", file=sys.stderr)
+    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        for sid, creds in zip(sessions, players, strict=True):
+            await http.delete(
+                f"/api/sessions/{sid}/", headers={"Authorization": f"Token {creds['token']}"}
+            )
+    return {
+        "failover": failover,
+        "started_after": started_after,
+        "players": bench,
+        "window": window,
+        "worker_cpu": cpu_end[0] - cpu_start[0],
+        "daphne_cpu": cpu_end[1] - cpu_start[1],
+    }
+
+
+async def kill_a_worker(stack: Stack, bench: list) -> dict:
+    """kill -9 the worker serving the most sessions; -> how long until each resumed."""
+    from inference.placement import RedisPlacement
+
+    placement = RedisPlacement(stack.args.redis_url)
+    serving = {p.session_id: placement.worker_of(p.session_id) for p in bench}
+    victim = max(stack.names, key=lambda name: list(serving.values()).count(name))
+    moved = [p for p in bench if serving[p.session_id] == victim]
+    killed_at = time.monotonic()
+    for p in moved:
+        p.killed_at = killed_at
+    stack.names[victim].kill()
+    deadline = killed_at + 30
+    while any(p.resumed_after is None for p in moved) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return {"worker": victim, "after": [p.resumed_after for p in moved]}
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def print_table(args, layer: str, result: dict) -> None:
+    window, bench = result["window"], result["players"]
+    total_frames = sum(p.frames for p in bench) or 1
+    print(
+        f"\nlayer={layer} workers={args.workers} players={args.players} target={args.fps:g} fps "
+        f"window={window:.1f}s (all players live after {result['started_after']:.1f}s)"
+    )
+    print(
+        f"{'session':>7} {'fps':>6} {'lat p50 ms':>10} {'lat p99 ms':>10} {'changes':>7} "
+        f"{'gaps':>5} {'short':>6}"
+    )
+    for p in bench:
+        fps = p.frames / window
+        short = max(0, round(args.fps * window) - p.frames)
+        print(
+            f"{p.index:>7} {fps:>6.1f} {percentile(p.latencies, 0.5) * 1000:>10.0f} "
+            f"{percentile(p.latencies, 0.99) * 1000:>10.0f} {len(p.latencies):>7} {p.gaps:>5} "
+            f"{short:>6}"
+        )
+    all_lat = [x for p in bench for x in p.latencies]
+    fps_each = [p.frames / window for p in bench]
+    print(
+        f"{'all':>7} {statistics.mean(fps_each):>6.1f} {percentile(all_lat, 0.5) * 1000:>10.0f} "
+        f"{percentile(all_lat, 0.99) * 1000:>10.0f} {len(all_lat):>7} "
+        f"{sum(p.gaps for p in bench):>5} "
+        f"{sum(max(0, round(args.fps * window) - p.frames) for p in bench):>6}"
+    )
+    print(
+        f"min session fps {min(fps_each):.1f}; CPU per frame: workers "
+        f"{result['worker_cpu'] / total_frames * 1000:.2f} ms, daphne "
+        f"{result['daphne_cpu'] / total_frames * 1000:.2f} ms "
+        f"({total_frames} frames)"
+    )
+    if result["failover"]:
+        after = [a for a in result["failover"]["after"] if a is not None]
+        lost = len(result["failover"]["after"]) - len(after)
+        print(
+            f"kill -9 {result['failover']['worker']}: {len(after)} sessions resumed, "
+            f"after p50 {percentile(after, 0.5):.2f}s max {max(after, default=float('nan')):.2f}s"
+            f"{f', {lost} not within 30 s' if lost else ''}"
+        )
+    goal = min(fps_each) >= 20 and percentile(all_lat, 0.5) <= 0.080
+    print(f"goal (each >= 20 fps, p50 <= 80 ms): {'met' if goal else 'NOT met'}")
+
+
+def main() -> None:
+    args = parse_args()
+    prepare_database(args)
+    slug, players = make_players(args, args.players)
+    layers = ["pubsub", "core"] if args.layer == "both" else [args.layer]
+    for layer in layers:
+        stack = Stack(args, layer)
+        try:
+            stack.start()
+            result = asyncio.run(run_players(args, stack, slug, players))
+        finally:
+            stack.stop()
+        print_table(args, layer, result)
+
+
+if __name__ == "__main__":
+    main()

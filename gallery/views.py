@@ -1,0 +1,167 @@
+"""Browse, search, profiles and accounts. Thin shells over the selectors and services."""
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET
+
+from gallery import selectors as account_selectors
+from gallery import services as account_services
+from gallery.forms import LoginView, ProfileForm, SignUpForm, render_form
+from gallery.models import User
+from worlds import selectors
+from worlds.models import Category
+
+PER_PAGE = 24
+login_view = LoginView.as_view()
+
+
+def _page(request: HttpRequest, queryset) -> dict:
+    """One page of worlds, which of them the viewer liked, and the query to keep across pages."""
+    page = Paginator(queryset, PER_PAGE).get_page(request.GET.get("page"))
+    params = request.GET.copy()
+    params.pop("page", None)
+    return {
+        "page": page,
+        "liked": selectors.world_liked_ids(worlds=page.object_list, viewer=request.user),
+        "page_query": f"{params.urlencode()}&" if params else "",
+    }
+
+
+def _sort(request: HttpRequest, default: str = selectors.DEFAULT_SORT) -> str:
+    sort = request.GET.get("sort", default)
+    return sort if sort in selectors.SORTS or sort == "relevance" else default
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    rows = selectors.home_rows(viewer=request.user)
+    return render(request, "gallery/home.html", {"rows": rows})
+
+
+@require_GET
+def category(request: HttpRequest, category: str) -> HttpResponse:
+    if category not in Category.values:
+        raise Http404("Unknown category")
+    sort = _sort(request)
+    context = _page(request, selectors.world_list(category=category, sort=sort)) | {
+        "category": category,
+        "category_label": Category(category).label,
+        "sort": sort,
+        "sorts": selectors.SORTS,
+    }
+    return render(request, "gallery/category.html", context)
+
+
+@require_GET
+def search(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "").strip()[:200]
+    category_value = request.GET.get("category", "")
+    if category_value not in Category.values:
+        category_value = ""
+    sort = _sort(request, default="relevance" if query else selectors.DEFAULT_SORT)
+    results = selectors.world_search(
+        query=query, viewer=request.user, category=category_value or None, sort=sort
+    )
+    context = _page(request, results) | {
+        "query": query,
+        "category": category_value,
+        "categories": Category.choices,
+        "sort": sort,
+        "sorts": selectors.SORTS,
+    }
+    return render(request, "gallery/search.html", context)
+
+
+@require_GET
+def profile(request: HttpRequest, username: str) -> HttpResponse:
+    try:
+        person = account_selectors.user_get_profile(username=username)
+    except User.DoesNotExist:
+        raise Http404("No such creator") from None
+    worlds = selectors.world_list(viewer=request.user, creator=person, sort="new")
+    context = _page(request, worlds) | {"person": person, "is_self": person == request.user}
+    return render(request, "gallery/profile.html", context)
+
+
+def _safe_next(request: HttpRequest) -> str:
+    target = request.GET.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return "/"
+
+
+def sign_up(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("home")
+    form = SignUpForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = account_services.user_sign_up(
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"],
+                email=form.cleaned_data.get("email") or "",
+                display_name=form.cleaned_data.get("display_name") or "",
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, "Welcome to Parallax.")
+            return redirect(_safe_next(request))
+    return render_form(request, "registration/signup.html", {"form": form})
+
+
+@login_required
+def profile_edit(request: HttpRequest) -> HttpResponse:
+    form = ProfileForm(request.POST or None, instance=request.user)
+    if request.method == "POST" and form.is_valid():
+        try:
+            account_services.user_update_profile(
+                user=request.user,
+                display_name=form.cleaned_data["display_name"],
+                bio=form.cleaned_data["bio"],
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, "Profile saved.")
+            return redirect("profile", username=request.user.username)
+    return render_form(request, "gallery/profile_edit.html", {"form": form})
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def not_found(request: HttpRequest, exception=None) -> HttpResponse:
+    """404 everywhere: JSON under /api/ (every API error is JSON), a page elsewhere."""
+    if _wants_json(request):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return render(request, "gallery/error.html", {"code": 404, "title": "Not found"}, status=404)
+
+
+def forbidden(request: HttpRequest, exception=None) -> HttpResponse:
+    # The exception's message says why (not the creator, a suspended account, ...).
+    message = str(exception or "") or "You do not have permission to do this."
+    if _wants_json(request):
+        return JsonResponse({"detail": message}, status=403)
+    context = {"code": 403, "title": "Not allowed", "message": message}
+    return render(request, "gallery/error.html", context, status=403)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse({"detail": "Server error."}, status=500)
+    # No template context processors here: the failure may be in one of them.
+    return HttpResponse(
+        "<!doctype html><title>Server error</title><h1>Something went wrong</h1>",
+        status=500,
+    )

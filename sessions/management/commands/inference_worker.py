@@ -1,0 +1,68 @@
+"""`manage.py inference_worker`: one inference worker process (one per GPU or CPU box).
+
+A thin shell around `inference.worker.InferenceWorker` on the project's channel layer and the
+Redis placement. SIGTERM/SIGINT hand every session to another worker before the process exits;
+kill -9 leaves that to the other workers' failover.
+"""
+
+import asyncio
+import os
+import re
+import signal
+import socket
+
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from inference.placement import RedisPlacement
+from inference.worker import InferenceWorker
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")  # a valid channel-name part
+
+
+class Command(BaseCommand):
+    help = "Run an inference worker: load the world model once and serve live play sessions."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--device", default=settings.INFERENCE_DEVICE, help="cpu or cuda:N")
+        parser.add_argument("--capacity", type=int, default=settings.INFERENCE_CAPACITY)
+        parser.add_argument("--name", default=f"{socket.gethostname()}-{os.getpid()}")
+        parser.add_argument("--fps", type=float, default=settings.INFERENCE_FPS)
+        parser.add_argument("--weights", default=None, help="weights file (default: shipped)")
+
+    def handle(self, *args, **options):
+        if not settings.REDIS_URL:
+            raise CommandError(
+                "REDIS_URL is not set: separate workers share placement through Redis. "
+                "Without it the web process runs its own in-process worker."
+            )
+        if not NAME_RE.match(options["name"]):
+            raise CommandError("--name may hold letters, digits, '.', '_' and '-' (1-60).")
+        if options["capacity"] < 1 or options["fps"] <= 0:
+            raise CommandError("--capacity must be at least 1 and --fps above 0.")
+        if not re.match(r"^(cpu|cuda(:\d+)?)$", options["device"]):
+            raise CommandError("--device must be cpu or cuda:N.")
+        asyncio.run(self._serve(options))
+
+    async def _serve(self, options) -> None:
+        worker = InferenceWorker(
+            name=options["name"],
+            channel_layer=get_channel_layer(),
+            placement=RedisPlacement(settings.REDIS_URL),
+            device=options["device"],
+            capacity=options["capacity"],
+            fps=options["fps"],
+            weights=options["weights"],
+        )
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, lambda: loop.create_task(worker.stop()))
+        runner = loop.create_task(worker.run())
+        ready = loop.create_task(worker.ready.wait())
+        await asyncio.wait([runner, ready], return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if worker.ready.is_set():
+            self.stdout.write(f"inference worker {worker.name} ready", ending="\n")
+            self.stdout.flush()
+        await runner

@@ -1,0 +1,177 @@
+"""Protocol v1, client → server: parse and validate every message before anything acts on it.
+
+Frames (server → client) are built on the worker (`inference/protocol.py`); this module only
+guards the door. Every rule here answers with a `ProtocolError` carrying the `error` code the
+client sees; `abuse=True` errors close the socket with a 4xxx code instead.
+"""
+
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MAX_MESSAGE_BYTES = 4096
+MAX_PROMPT_CHARS = 500
+MAX_SAY_CHARS = 500
+MAX_SEQ = 2**32 - 1  # echoed back as a u32 in the frame header
+KEYS = frozenset({"w", "a", "s", "d", "space"})
+RATE_LIMIT_MESSAGES = 60
+RATE_LIMIT_WINDOW_S = 1.0
+
+# WebSocket close codes (4000-4999 are the application's own).
+CLOSE_NOT_FOUND = 4404
+CLOSE_FORBIDDEN = 4403
+CLOSE_REPLACED = 4409  # the player opened the session in another tab
+CLOSE_ENDED = 4410
+CLOSE_FLOODING = 4429
+
+
+class ProtocolError(Exception):
+    def __init__(self, code: str, message: str, *, abuse: bool = False):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.abuse = abuse
+
+    def as_message(self) -> dict:
+        return {"type": "error", "code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Input:
+    seq: int
+    keys: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    seq: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Choose:
+    choice_id: str
+    option: int
+
+
+@dataclass(frozen=True)
+class Say:
+    text: str
+
+
+@dataclass(frozen=True)
+class Ping:
+    t: float
+
+
+ClientMessage = Input | Prompt | Choose | Say | Ping
+
+
+def parse_client_message(text: str | None, data: bytes | None = None) -> ClientMessage:
+    """One WebSocket message (text or binary) → a typed message, or ProtocolError."""
+    if data is not None:
+        raise ProtocolError("bad_message", "Send JSON text messages; binary is not accepted.")
+    if text is None:
+        raise ProtocolError("bad_message", "Empty message.")
+    if len(text) > MAX_MESSAGE_BYTES or len(text.encode("utf-8")) > MAX_MESSAGE_BYTES:
+        raise ProtocolError("too_large", f"Messages are limited to {MAX_MESSAGE_BYTES} bytes.")
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ProtocolError("bad_json", "The message is not valid JSON.") from None
+    if not isinstance(body, dict):
+        raise ProtocolError("bad_message", "A message is a JSON object with a type.")
+    parser = _PARSERS.get(body.get("type")) if isinstance(body.get("type"), str) else None
+    if parser is None:
+        raise ProtocolError("unknown_type", f"Unknown message type {str(body.get('type'))[:40]!r}.")
+    return parser(body)
+
+
+def _seq(body: dict) -> int:
+    seq = body.get("seq")
+    # bool is an int in Python; a seq of `true` is still malformed.
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ:
+        raise ProtocolError("bad_seq", f"seq must be an integer from 0 to {MAX_SEQ}.")
+    return seq
+
+
+def _input(body: dict) -> Input:
+    keys = body.get("keys")
+    if not isinstance(keys, list) or len(keys) > len(KEYS):
+        raise ProtocolError("bad_keys", "keys must be a list of held keys.")
+    if not all(isinstance(key, str) and key in KEYS for key in keys):
+        raise ProtocolError("bad_keys", "keys may only hold w, a, s, d and space.")
+    return Input(seq=_seq(body), keys=frozenset(keys))
+
+
+def _text(body: dict, *, limit: int) -> str:
+    text = body.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ProtocolError("bad_text", "text must be a non-empty string.")
+    if len(text) > limit:
+        raise ProtocolError("too_long", f"Text is limited to {limit} characters.")
+    return text.strip()
+
+
+def _prompt(body: dict) -> Prompt:
+    seq = _seq(body)
+    return Prompt(seq=seq, text=_text(body, limit=MAX_PROMPT_CHARS))
+
+
+def _choose(body: dict) -> Choose:
+    choice_id, option = body.get("choice_id"), body.get("option")
+    if not isinstance(choice_id, str) or not 0 < len(choice_id) <= 64:
+        raise ProtocolError("bad_choice", "choice_id must be a short string.")
+    if not isinstance(option, int) or isinstance(option, bool) or option not in (0, 1):
+        raise ProtocolError("bad_choice", "option must be 0 or 1.")
+    return Choose(choice_id=choice_id, option=option)
+
+
+def _say(body: dict) -> Say:
+    return Say(text=_text(body, limit=MAX_SAY_CHARS))
+
+
+def _ping(body: dict) -> Ping:
+    t = body.get("t")
+    if not isinstance(t, int | float) or isinstance(t, bool) or not math.isfinite(t):
+        raise ProtocolError("bad_ping", "t must be a number.")
+    return Ping(t=t)
+
+
+_PARSERS: dict[str, Callable[[dict], ClientMessage]] = {
+    "input": _input,
+    "prompt": _prompt,
+    "choose": _choose,
+    "say": _say,
+    "ping": _ping,
+}
+
+
+class MessageRateLimiter:
+    """Sliding window: more than `limit` messages within `window` seconds is flooding."""
+
+    def __init__(
+        self,
+        *,
+        limit: int = RATE_LIMIT_MESSAGES,
+        window: float = RATE_LIMIT_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.limit = limit
+        self.window = window
+        self.clock = clock
+        self._times: deque[float] = deque(maxlen=limit)
+
+    def check(self) -> None:
+        """Count one message; raise the abuse ProtocolError when it is one too many."""
+        now = self.clock()
+        if len(self._times) == self.limit and now - self._times[0] < self.window:
+            raise ProtocolError(
+                "rate_limited",
+                f"More than {self.limit} messages per second.",
+                abuse=True,
+            )
+        self._times.append(now)

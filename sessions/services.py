@@ -1,0 +1,343 @@
+"""Writes for live play: create, place, start, end, queue promotion and the session limits.
+
+Placement lives in Redis (or in memory for the embedded default) behind
+`placement_client.get_placement()`; the catalog row here mirrors it. Every function is safe to
+call twice: ending an ended session or promoting an empty queue changes nothing.
+"""
+
+import logging
+from datetime import datetime, timedelta
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from gallery.models import User
+from inference.protocol import session_group, worker_channel
+from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession, SessionStatus
+from sessions.placement_client import get_placement
+from worlds.models import World
+from worlds.selectors import world_get_playable
+from worlds.services import world_record_play
+
+log = logging.getLogger(__name__)
+
+# Written to the database at most this often per session (inputs can arrive 60 times a second).
+INPUT_TOUCH_INTERVAL = timedelta(seconds=15)
+
+
+class SessionLimitReached(Exception):
+    """The player (or their browser, or their IP) already runs as many sessions as allowed."""
+
+
+def _limit(name: str, default: int) -> int:
+    return int(getattr(settings, name, default))
+
+
+def _lock_players(*keys: str) -> None:
+    """Serialise session creation per player key: two tabs posting at once would both pass the
+    count below and exceed the limit. PostgreSQL advisory locks last until the transaction ends;
+    SQLite (embedded default) already serialises writers."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for key in sorted(keys):
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"play:{key}"])
+
+
+def _check_limits(*, user: User | None, session_key: str, client_ip: str | None) -> None:
+    active = PlaySession.objects.filter(status__in=ACTIVE_STATUSES)
+    if user is not None:
+        if active.filter(player=user).count() >= _limit("SESSION_MAX_PER_USER", 2):
+            raise SessionLimitReached("You already have the most sessions running at once.")
+        return
+    if active.filter(anon_key=session_key).count() >= _limit("SESSION_MAX_ANON_PER_BROWSER", 1):
+        raise SessionLimitReached("This browser already has a session running. Sign in for more.")
+    if client_ip and active.filter(player=None, client_ip=client_ip).count() >= _limit(
+        "SESSION_MAX_ANON_PER_IP", 3
+    ):
+        raise SessionLimitReached("Too many anonymous sessions from your network. Sign in to play.")
+
+
+def session_create(
+    *,
+    world_slug: str,
+    user: User | None,
+    session_key: str,
+    client_ip: str | None,
+    is_public: bool = True,
+) -> tuple[PlaySession, bool]:
+    """Start (or return the running) session of this player in this world; -> (session, created).
+
+    Raises World.DoesNotExist, ValidationError or SessionLimitReached. A player has at most one
+    running session per world: opening the play page again resumes it.
+    """
+    if user is not None and not user.is_authenticated:
+        user = None
+    if user is None and not session_key:
+        raise ValidationError({"detail": ["Anonymous play needs a browser session (cookies)."]})
+    if user is not None:
+        from worlds.moderation.services import ensure_not_suspended
+
+        ensure_not_suspended(user)  # UserSuspended (a PermissionDenied) says why and until when
+    world = world_get_playable(slug=world_slug, viewer=user)
+    if world.current_version_id is None:
+        raise ValidationError({"world": ["This world has no published version to play yet."]})
+    mine = Q(player=user) if user is not None else Q(player=None, anon_key=session_key)
+    with transaction.atomic():
+        _lock_players(f"user:{user.pk}" if user else f"anon:{session_key}", f"ip:{client_ip}")
+        running = PlaySession.objects.filter(mine, world=world, status__in=ACTIVE_STATUSES).first()
+        if running is not None:
+            return running, False
+        _check_limits(user=user, session_key=session_key, client_ip=client_ip)
+        session = PlaySession.objects.create(
+            world=world,
+            world_version_id=world.current_version_id,
+            player=user,
+            anon_key="" if user else session_key,
+            client_ip=client_ip,
+            is_public=is_public,
+            # No socket yet: a player who never connects is reaped after the reconnect grace.
+            disconnected_at=timezone.now(),
+        )
+    # Placement is in Redis, outside the transaction: reserve only once the row exists.
+    session = _place(session)
+    world_record_play(world=world)
+    return session, True
+
+
+def _place(session: PlaySession) -> PlaySession:
+    placement = get_placement()
+    worker = placement.reserve_slot(str(session.id))
+    if worker is None:
+        placement.enqueue(str(session.id))
+        return session
+    return _mark_started(session=session, worker=worker)
+
+
+def _mark_started(*, session: PlaySession, worker: str) -> PlaySession:
+    now = timezone.now()
+    PlaySession.objects.filter(pk=session.pk, status=SessionStatus.QUEUED).update(
+        status=SessionStatus.STARTING, worker_name=worker, started_at=now, last_input_at=now
+    )
+    session.refresh_from_db()
+    return session
+
+
+def session_ensure_placed(*, session: PlaySession) -> tuple[str | None, bool]:
+    """The worker holding this session now, re-placing it if it lost its slot;
+    -> (worker, restore?). (None, False): it waits, in the queue or as a dead worker's orphan
+    that a live worker will claim and resume by itself."""
+    placement = get_placement()
+    sid = str(session.id)
+    worker = placement.worker_of(sid)
+    if worker is not None:
+        if worker != session.worker_name:
+            PlaySession.objects.filter(pk=session.pk).update(worker_name=worker)
+        return worker, False
+    if sid in placement.orphans():
+        # Failover owns it: reserving here too would place it on two workers.
+        session_set_state(session_id=session.pk, state=SessionStatus.RESUMING)
+        return None, False
+    worker = placement.reserve_slot(sid)
+    if worker is None:
+        PlaySession.objects.filter(pk=session.pk, status__in=ACTIVE_STATUSES).update(
+            status=SessionStatus.QUEUED, worker_name=""
+        )
+        placement.enqueue(sid)
+        return None, False
+    restore = placement.load_snapshot(sid) is not None
+    state = SessionStatus.RESUMING if restore else SessionStatus.STARTING
+    PlaySession.objects.filter(pk=session.pk, status__in=ACTIVE_STATUSES).update(
+        status=state, worker_name=worker, started_at=session.started_at or timezone.now()
+    )
+    return worker, restore
+
+
+def session_queue_position(*, session: PlaySession) -> int | None:
+    if session.status != SessionStatus.QUEUED:
+        return None
+    return get_placement().queue_position(str(session.id))
+
+
+def queue_promote() -> list[PlaySession]:
+    """Give freed slots to queued sessions, first come first served; -> the sessions started.
+
+    Each started session's consumers hear `session.placed` and attach it to its worker.
+    """
+    placement = get_placement()
+    started = []
+    while _free_slots(placement) > 0:
+        head = placement.dequeue_next()
+        if head is None:
+            break
+        session = PlaySession.objects.filter(pk=head, status=SessionStatus.QUEUED).first()
+        if session is None:
+            continue  # ended while it waited
+        worker = placement.reserve_slot(head)
+        if worker is None:
+            # Another web process took the last slot between the count and the reservation;
+            # rare, and it costs this session its place (the queue has no push-front).
+            placement.enqueue(head)
+            break
+        session = _mark_started(session=session, worker=worker)
+        _group_send(session.id, {"type": "session.placed", "worker": worker})
+        started.append(session)
+    return started
+
+
+def _free_slots(placement) -> int:
+    free = sum(
+        max(0, w["capacity"] - w["load"]) for w in placement.live_workers() if not w["draining"]
+    )
+    # A dead worker's orphans take free slots before the queue does (failover comes first).
+    return free - len(placement.orphans())
+
+
+def session_end(*, session: PlaySession, reason: str, failed: bool = False) -> PlaySession:
+    """End a session: free its slot, tell its worker and every connected client, start the next
+    queued one. Ending an ended session returns it unchanged.
+
+    `reason` is an EndReason code or, from a moderator, their own words (the player sees it).
+    """
+    with transaction.atomic():
+        # Row lock: the player's DELETE, the reaper and a moderator may end it at the same time;
+        # only the first one records the reason and notifies.
+        session = PlaySession.objects.select_for_update().get(pk=session.pk)
+        if not session.is_active:
+            return session
+        session.status = SessionStatus.FAILED if failed else SessionStatus.ENDED
+        session.ended_at = timezone.now()
+        session.end_reason = str(reason)[:200]
+        session.frames_generated = max(session.frames_generated, _frames_of(session))
+        session.save(update_fields=["status", "ended_at", "end_reason", "frames_generated"])
+    placement = get_placement()
+    placement.release_slot(str(session.id))
+    placement.remove_from_queue(str(session.id))
+    placement.delete_snapshot(str(session.id))
+    if session.worker_name:
+        _send(
+            worker_channel(session.worker_name),
+            {"type": "session.end", "session_id": str(session.id), "reason": reason},
+        )
+    _group_send(
+        session.id,
+        {"type": "session.status", "state": "ended", "fps": 0.0, "reason": reason},
+    )
+    queue_promote()
+    return session
+
+
+def _frames_of(session: PlaySession) -> int:
+    counters = getattr(get_placement(), "session_frames", None)
+    if counters is None:
+        return 0
+    try:
+        return int(counters(str(session.id)) or 0)
+    except Exception:  # noqa: BLE001 - a missing counter never blocks ending a session
+        log.exception("could not read the frame counter of %s", session.id)
+        return 0
+
+
+def session_set_state(*, session_id, state: str, worker: str | None = None) -> None:
+    """Mirror the worker's view (starting/live/resuming) into the catalog row."""
+    if state not in (SessionStatus.STARTING, SessionStatus.LIVE, SessionStatus.RESUMING):
+        return
+    fields = {"status": state}
+    if worker:
+        fields["worker_name"] = worker
+    PlaySession.objects.filter(pk=session_id, status__in=ACTIVE_STATUSES).exclude(
+        status=SessionStatus.QUEUED
+    ).update(**fields)
+
+
+def session_attached(*, session: PlaySession, channel: str = "") -> None:
+    """The player's socket is (back) on: the reconnect grace stops."""
+    PlaySession.objects.filter(pk=session.pk).update(disconnected_at=None, player_channel=channel)
+
+
+def session_detached(*, session: PlaySession, channel: str = "") -> bool:
+    """The player's socket closed; -> False when a newer socket of theirs is already attached."""
+    detached = PlaySession.objects.filter(
+        pk=session.pk, status__in=ACTIVE_STATUSES, player_channel=channel
+    ).update(disconnected_at=timezone.now())
+    if detached and session.worker_name:
+        _send(
+            worker_channel(session.worker_name),
+            {"type": "session.detach", "session_id": str(session.id)},
+        )
+    return bool(detached)
+
+
+def session_touch_input(*, session_id, at: datetime) -> None:
+    PlaySession.objects.filter(pk=session_id).update(last_input_at=at)
+
+
+def session_record_viewers(*, session_id, viewers: int) -> None:
+    PlaySession.objects.filter(pk=session_id, peak_viewers__lt=viewers).update(peak_viewers=viewers)
+
+
+def session_end_if_abandoned(*, session_id, now: datetime | None = None) -> bool:
+    """End the session if its player has been gone for the whole reconnect grace."""
+    now = now or timezone.now()
+    grace = timedelta(seconds=settings.SESSION_RECONNECT_GRACE_SECONDS)
+    session = PlaySession.objects.filter(
+        pk=session_id, status__in=ACTIVE_STATUSES, disconnected_at__lte=now - grace
+    ).first()
+    if session is None:
+        return False
+    session_end(session=session, reason=EndReason.ABANDONED)
+    return True
+
+
+def session_expiry_reason(*, session: PlaySession, now: datetime, last_input: datetime | None):
+    """Why this running session must end now (idle, too long), or None."""
+    if session.status == SessionStatus.QUEUED or session.started_at is None:
+        return None
+    if now - session.started_at >= timedelta(seconds=settings.SESSION_MAX_SECONDS):
+        return EndReason.MAX_LENGTH
+    last = max(filter(None, [last_input, session.last_input_at, session.started_at]))
+    if now - last >= timedelta(seconds=settings.SESSION_IDLE_SECONDS):
+        return EndReason.IDLE
+    return None
+
+
+def sessions_reap(*, now: datetime | None = None) -> list[PlaySession]:
+    """End every session that is idle, too long, or abandoned past the grace; -> those ended."""
+    now = now or timezone.now()
+    grace = timedelta(seconds=settings.SESSION_RECONNECT_GRACE_SECONDS)
+    ended = []
+    for session in PlaySession.objects.filter(status__in=ACTIVE_STATUSES):
+        reason = session_expiry_reason(session=session, now=now, last_input=None)
+        if reason is None and session.disconnected_at and now - session.disconnected_at >= grace:
+            reason = EndReason.ABANDONED
+        if reason is not None:
+            ended.append(session_end(session=session, reason=reason))
+    queue_promote()
+    return ended
+
+
+def session_end_for_world(*, world: World, reason: str) -> int:
+    """End every running session of a world (it was removed or unpublished)."""
+    sessions = list(PlaySession.objects.filter(world=world, status__in=ACTIVE_STATUSES))
+    for session in sessions:
+        session_end(session=session, reason=reason)
+    return len(sessions)
+
+
+def _send(channel: str, message: dict) -> None:
+    try:
+        async_to_sync(get_channel_layer().send)(channel, message)
+    except Exception:  # noqa: BLE001 - a dead worker's inbox must not fail the caller
+        log.exception("could not send %s to %s", message.get("type"), channel)
+
+
+def _group_send(session_id, message: dict) -> None:
+    try:
+        async_to_sync(get_channel_layer().group_send)(session_group(session_id), message)
+    except Exception:  # noqa: BLE001
+        log.exception("could not notify session %s", session_id)

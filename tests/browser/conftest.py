@@ -1,0 +1,170 @@
+"""Browser fixtures: the real ASGI server (Daphne) on a free port over the test database, and
+Debian's Chromium driven by Playwright. Never a downloaded browser.
+
+`live_url` (module scope) starts Daphne once per test module. A module can override
+`daphne_env` (module scope) to pass extra environment, e.g. for the play page.
+Tests that use `live_url` must also use `transactional_db` so the server sees their rows.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]  # fmt: skip
+
+
+def _missing(what: str):
+    if CI:
+        pytest.exit(f"CI=true and {what}", returncode=3)
+    pytest.skip(what)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url() -> str:
+    """The test database (test_<name>) as a URL, for processes started by a test."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    host = db["HOST"] or "127.0.0.1"
+    user = db["USER"] or "postgres"
+    auth = f"{user}:{db['PASSWORD']}" if db.get("PASSWORD") else user
+    return f"postgres://{auth}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def start_daphne(env: dict, port: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "gallery.asgi:application"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def wait_until_up(proc: subprocess.Popen, url: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            raise RuntimeError(f"Daphne exited with {proc.returncode}:\n{out[-3000:]}")
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    raise RuntimeError(f"Daphne did not answer at {url}")
+
+
+def stop(proc: subprocess.Popen) -> str:
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return (out or b"").decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def daphne_env() -> dict:
+    """Extra environment for the server; override in a test module to change it."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def live_url(django_db_setup, django_db_blocker, daphne_env, tmp_path_factory):
+    """Base URL of a Daphne server running this checkout against the test database."""
+    with django_db_blocker.unblock():
+        db_url = database_url()
+    media = tmp_path_factory.mktemp("live-media")
+    port = free_port()
+    env = (
+        os.environ
+        | {
+            "DATABASE_URL": db_url,
+            "DEBUG": "false",
+            "MEDIA_ROOT": str(media),
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "PYTHONPATH": str(ROOT),
+            "PYTHONUNBUFFERED": "1",
+        }
+        | daphne_env
+    )
+    proc = start_daphne(env, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(proc, url + "/api/categories/")
+        yield url
+    finally:
+        log = stop(proc)
+        if os.environ.get("PARALLAX_SHOW_SERVER_LOG"):
+            print(log[-5000:])
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        _missing("Chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; Django's ORM (test DB set-up and
+    # flushes) would then refuse to run. The documented workaround, scoped to the browser's life.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        yield from _launch(sync_playwright)
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+def _launch(sync_playwright):
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
+            headless=True,
+            args=CHROMIUM_ARGS,
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(60_000)  # the first screening call loads a text encoder
+    tab = context.new_page()
+    yield tab
+    context.close()
+
+
+@pytest.fixture
+def cover_file(tmp_path) -> Path:
+    from PIL import Image
+
+    path = tmp_path / "cover.png"
+    img = Image.new("RGB", (320, 180), (30, 90, 160))
+    for x in range(0, 320, 40):
+        img.paste((240, 200, 60), (x, 60, x + 20, 120))
+    img.save(path)
+    return path

@@ -1,0 +1,17 @@
+import subprocess
+import sys
+
+
+def test_the_serving_path_never_imports_the_simulator():
+    code = (
+        "import sys, inference.engine, inference.state, inference.model, inference.text;"
+        "print(any(m.startswith('inference.simulator') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_inference_core_does_not_import_django():
+    code = "import sys, inference.engine; print('django' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

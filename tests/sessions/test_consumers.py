@@ -1,0 +1,428 @@
+"""The play and watch consumers on the real Redis channel layer: protocol v1, ownership, bad
+input, frames to player and spectators, reconnects, the queue.
+
+The worker side here is a real registry entry (`worker_slots`) and a listener on its inbox:
+these tests check what the web side sends and forwards. Frames from a real worker: see
+test_play_live.py.
+"""
+
+import asyncio
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.sessions.backends.db import SessionStore
+from django.test import Client
+
+from gallery.asgi import application
+from inference.protocol import encode_frame, session_group, worker_channel
+from sessions import services
+from sessions.models import EndReason, PlaySession, SessionStatus
+from tests.sessions.play_fixtures import Inbox, make_user, make_world
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+WAIT = 30
+
+
+def _cookie_for(user) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+def _anon_key() -> str:
+    store = SessionStore()
+    store["play"] = True
+    store.save()
+    return store.session_key
+
+
+def _socket(path: str, session_key: str | None = None) -> WebsocketCommunicator:
+    headers = [(b"origin", b"http://testserver"), (b"host", b"testserver")]
+    if session_key:
+        headers.append((b"cookie", f"sessionid={session_key}".encode()))
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+async def _json(socket: WebsocketCommunicator, kind: str | None = None) -> dict:
+    while True:
+        output = await socket.receive_output(WAIT)
+        assert output["type"] == "websocket.send", output
+        if output.get("text") is None:
+            continue
+        message = json.loads(output["text"])
+        if kind is None or message["type"] == kind:
+            return message
+
+
+async def _status(socket, state: str) -> dict:
+    while True:
+        message = await _json(socket, "status")
+        if message["state"] == state:
+            return message
+
+
+async def _closed_with(socket) -> int:
+    while True:
+        output = await socket.receive_output(WAIT)
+        if output["type"] == "websocket.close":
+            return output.get("code")
+
+
+class Stage:
+    """A player with a placed session, their cookie, and the worker's inbox."""
+
+    def __init__(self, session: PlaySession, key: str, worker: str):
+        self.session, self.key, self.worker = session, key, worker
+
+    @property
+    def play_path(self) -> str:
+        return f"/ws/play/{self.session.id}/"
+
+
+@sync_to_async
+def _stage(worker_slots, *, capacity: int = 2, public: bool = True) -> Stage:
+    worker = worker_slots.add(capacity=capacity)
+    user = make_user()
+    session, _ = services.session_create(
+        world_slug=make_world().slug,
+        user=user,
+        session_key="",
+        client_ip="10.1.1.1",
+        is_public=public,
+    )
+    return Stage(session, _cookie_for(user), worker)
+
+
+async def _connected(stage: Stage, inbox: Inbox) -> WebsocketCommunicator:
+    socket = _socket(stage.play_path, stage.key)
+    connected, _ = await socket.connect(WAIT)
+    assert connected
+    attach = await inbox.next("session.attach")
+    assert attach["session_id"] == str(stage.session.id)
+    return socket
+
+
+async def test_the_player_connects_and_the_worker_gets_the_pinned_world(worker_slots):
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = _socket(stage.play_path, stage.key)
+        assert (await socket.connect(WAIT))[0]
+        status = await _json(socket, "status")
+        attach = await inbox.next("session.attach")
+        await socket.disconnect()
+    version = await sync_to_async(lambda: stage.session.world_version)()
+    assert status["state"] == "starting"
+    assert attach["prompt"] == version.prompt and attach["seed"] == version.seed
+    assert attach["restore"] is False
+
+
+async def test_it_rejects_another_users_socket(worker_slots):
+    stage = await _stage(worker_slots)
+    other = await sync_to_async(lambda: _cookie_for(make_user()))()
+    socket = _socket(stage.play_path, other)
+    assert (await socket.connect(WAIT))[0]
+    assert await _closed_with(socket) == 4403
+    await socket.disconnect()
+
+
+async def test_it_rejects_an_anonymous_socket_on_an_account_session(worker_slots):
+    stage = await _stage(worker_slots)
+    socket = _socket(stage.play_path, await sync_to_async(_anon_key)())
+    assert (await socket.connect(WAIT))[0]
+    assert await _closed_with(socket) == 4403
+    await socket.disconnect()
+
+
+async def test_an_anonymous_player_plays_with_their_browser_session(worker_slots):
+    worker = worker_slots.add(capacity=1)
+    key = await sync_to_async(_anon_key)()
+    world = await sync_to_async(make_world)()
+    session, _ = await sync_to_async(services.session_create)(
+        world_slug=world.slug, user=None, session_key=key, client_ip="10.2.2.2"
+    )
+    async with Inbox(get_channel_layer(), worker_channel(worker)) as inbox:
+        socket = _socket(f"/ws/play/{session.id}/", key)
+        assert (await socket.connect(WAIT))[0]
+        attach = await inbox.next("session.attach")
+        await socket.disconnect()
+    assert attach["session_id"] == str(session.id)
+
+
+async def test_an_unknown_session_closes_4404(clean_placement):
+    socket = _socket("/ws/play/2b7e8d6e-0000-4000-8000-000000000000/")
+    assert (await socket.connect(WAIT))[0]
+    assert await _closed_with(socket) == 4404
+    await socket.disconnect()
+
+
+async def test_an_ended_session_closes_4410(worker_slots):
+    stage = await _stage(worker_slots)
+    await sync_to_async(services.session_end)(session=stage.session, reason=EndReason.PLAYER)
+    socket = _socket(stage.play_path, stage.key)
+    assert (await socket.connect(WAIT))[0]
+    assert await _closed_with(socket) == 4410
+    await socket.disconnect()
+
+
+async def test_no_one_may_watch_a_private_session(worker_slots):
+    stage = await _stage(worker_slots, public=False)
+    socket = _socket(f"/ws/watch/{stage.session.id}/", stage.key)
+    assert (await socket.connect(WAIT))[0]
+    assert await _closed_with(socket) == 4404
+    await socket.disconnect()
+
+
+async def test_held_keys_reach_the_worker_with_their_seq(worker_slots):
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        await socket.send_to(text_data=json.dumps({"type": "input", "seq": 5, "keys": ["d", "w"]}))
+        message = await inbox.next("session.input")
+        await socket.disconnect()
+    assert message == {
+        "type": "session.input",
+        "session_id": str(stage.session.id),
+        "seq": 5,
+        "keys": ["d", "w"],
+    }
+
+
+async def test_a_ping_gets_a_pong(worker_slots):
+    stage = await _stage(worker_slots)
+    socket = _socket(stage.play_path, stage.key)
+    assert (await socket.connect(WAIT))[0]
+    await socket.send_to(text_data='{"type": "ping", "t": 1733000000.5}')
+    pong = await _json(socket, "pong")
+    await socket.disconnect()
+    assert pong == {"type": "pong", "t": 1733000000.5}
+
+
+BAD_MESSAGES = [
+    ("{oops", "bad_json"),
+    ('{"type": "jump"}', "unknown_type"),
+    ('{"type": "input", "seq": 1, "keys": ["w", "shift"]}', "bad_keys"),
+    (json.dumps({"type": "prompt", "seq": 2, "text": "x" * 501}), "too_long"),
+    (json.dumps({"type": "input", "seq": 3, "keys": [], "pad": "x" * 5000}), "too_large"),
+]
+
+
+async def test_bad_messages_get_errors_and_never_reach_the_worker(worker_slots):
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        codes = []
+        for raw, _ in BAD_MESSAGES:
+            await socket.send_to(text_data=raw)
+            codes.append((await _json(socket, "error"))["code"])
+        await socket.send_to(bytes_data=b"\x00" * 16)
+        codes.append((await _json(socket, "error"))["code"])
+        await socket.send_to(text_data='{"type": "input", "seq": 9, "keys": ["a"]}')
+        first_after = await inbox.next()
+        await socket.disconnect()
+    assert codes == [code for _, code in BAD_MESSAGES] + ["bad_message"]
+    # The socket survived, and the worker heard only the one valid input.
+    assert first_after["type"] == "session.input" and first_after["seq"] == 9
+
+
+async def test_flooding_closes_the_socket_with_4429(worker_slots):
+    stage = await _stage(worker_slots)
+    socket = _socket(stage.play_path, stage.key)
+    assert (await socket.connect(WAIT))[0]
+    for seq in range(200):
+        await socket.send_to(text_data=json.dumps({"type": "input", "seq": seq, "keys": ["w"]}))
+    error = await _json(socket, "error")
+    code = await _closed_with(socket)
+    await socket.disconnect()
+    assert error["code"] == "rate_limited"
+    assert code == 4429
+
+
+async def test_a_blocked_world_event_is_rejected_before_the_worker(worker_slots):
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        await socket.send_to(text_data='{"type": "prompt", "seq": 4, "text": "send nudes"}')
+        event = await _json(socket, "event")
+        await socket.send_to(text_data='{"type": "input", "seq": 5, "keys": []}')
+        first_after = await inbox.next()
+        await socket.disconnect()
+    assert (event["seq"], event["status"]) == (4, "rejected")
+    assert event["reason"]
+    assert first_after["type"] == "session.input"
+
+
+async def test_frames_reach_the_player_and_every_spectator(worker_slots):
+    stage = await _stage(worker_slots)
+    player = _socket(stage.play_path, stage.key)
+    watcher = _socket(f"/ws/watch/{stage.session.id}/")
+    assert (await player.connect(WAIT))[0]
+    assert (await watcher.connect(WAIT))[0]
+    seen_by_player = await _json(player, "status")
+    while seen_by_player.get("viewers") != 1:
+        seen_by_player = await _json(player, "status")
+    frame = encode_frame(12, 5, b"\xff\xd8jpeg-bytes\xff\xd9")
+    await get_channel_layer().group_send(
+        session_group(stage.session.id), {"type": "session.frame", "data": frame}
+    )
+
+    async def next_bytes(socket):
+        while True:
+            output = await socket.receive_output(WAIT)
+            if output.get("bytes") is not None:
+                return output["bytes"]
+
+    got = await asyncio.gather(next_bytes(player), next_bytes(watcher))
+    await watcher.disconnect()
+    await player.disconnect()
+    assert got == [frame, frame]
+    session = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
+    assert session.peak_viewers == 1
+
+
+async def test_spectators_cannot_steer(worker_slots):
+    stage = await _stage(worker_slots)
+    watcher = _socket(f"/ws/watch/{stage.session.id}/")
+    assert (await watcher.connect(WAIT))[0]
+    await watcher.send_to(text_data='{"type": "input", "seq": 1, "keys": ["w"]}')
+    error = await _json(watcher, "error")
+    await watcher.disconnect()
+    assert error["code"] == "read_only"
+
+
+async def test_ending_the_session_tells_the_player_and_closes(worker_slots):
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        await sync_to_async(services.session_end)(session=stage.session, reason=EndReason.PLAYER)
+        ended = await _status(socket, "ended")
+        code = await _closed_with(socket)
+        end = await inbox.next("session.end")
+        await socket.disconnect()
+    assert ended["reason"] == "player"
+    assert code == 1000
+    assert end["session_id"] == str(stage.session.id)
+
+
+async def test_a_worker_failure_marks_the_session_failed(worker_slots):
+    stage = await _stage(worker_slots)
+    socket = _socket(stage.play_path, stage.key)
+    assert (await socket.connect(WAIT))[0]
+    await _json(socket, "status")
+    await get_channel_layer().group_send(
+        session_group(stage.session.id),
+        {"type": "session.status", "state": "ended", "fps": 0.0, "reason": "bad_world"},
+    )
+    await _status(socket, "ended")
+    await socket.disconnect()
+    session = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
+    assert (session.status, session.end_reason) == (SessionStatus.FAILED, EndReason.FAILED)
+
+
+async def test_a_dropped_player_keeps_the_session_and_resumes_it(worker_slots):
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        await socket.disconnect()
+        detach = await inbox.next("session.detach")
+        left = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
+        again = await _connected(stage, inbox)
+        await again.disconnect()
+    back = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
+    assert detach["session_id"] == str(stage.session.id)
+    assert left.is_active and left.disconnected_at is not None
+    assert back.is_active
+
+
+async def test_a_queued_player_sees_their_position_then_starts(worker_slots):
+    first = await _stage(worker_slots, capacity=1)
+    user = await sync_to_async(make_user)()
+    world = await sync_to_async(make_world)()
+    queued, _ = await sync_to_async(services.session_create)(
+        world_slug=world.slug, user=user, session_key="", client_ip="10.3.3.3"
+    )
+    assert queued.status == SessionStatus.QUEUED
+    key = await sync_to_async(_cookie_for)(user)
+    async with Inbox(get_channel_layer(), worker_channel(first.worker)) as inbox:
+        socket = _socket(f"/ws/play/{queued.id}/", key)
+        assert (await socket.connect(WAIT))[0]
+        waiting = await _status(socket, "queued")
+        await socket.send_to(text_data='{"type": "input", "seq": 1, "keys": ["w"]}')
+        await socket.send_to(text_data='{"type": "prompt", "seq": 2, "text": "it snows"}')
+        early_event = await _json(socket, "event")
+        await sync_to_async(services.session_end)(session=first.session, reason=EndReason.PLAYER)
+        await _status(socket, "starting")
+        attach = await inbox.next("session.attach")
+        held = await inbox.next("session.input")
+        await socket.disconnect()
+    assert waiting["position"] == 1
+    assert attach["session_id"] == str(queued.id)
+    # Keys held while waiting are applied from the first frame; events wait for a live world.
+    assert (held["session_id"], held["keys"]) == (str(queued.id), ["w"])
+    assert (early_event["seq"], early_event["status"]) == (2, "rejected")
+
+
+async def test_an_idle_player_is_ended_by_the_idle_timeout(worker_slots, settings):
+    settings.SESSION_IDLE_SECONDS = 1
+    stage = await _stage(worker_slots)
+    socket = _socket(stage.play_path, stage.key)
+    assert (await socket.connect(WAIT))[0]
+    ended = await _status(socket, "ended")
+    code = await _closed_with(socket)
+    await socket.disconnect()
+    assert (ended["reason"], code) == ("idle", 1000)
+    session = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
+    assert session.end_reason == EndReason.IDLE
+
+
+async def test_a_player_who_does_not_come_back_is_ended_after_the_grace(worker_slots, settings):
+    settings.SESSION_RECONNECT_GRACE_SECONDS = 1
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        await socket.disconnect()
+        end = await inbox.next("session.end")
+    session = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
+    assert end["reason"] == EndReason.ABANDONED
+    assert (session.status, session.end_reason) == (SessionStatus.ENDED, EndReason.ABANDONED)
+
+
+async def test_a_second_socket_replaces_the_first_and_its_late_close_detaches_nothing(
+    worker_slots,
+):
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        old = await _connected(stage, inbox)
+        new = await _connected(stage, inbox)
+        replaced = await _json(old, "error")
+        code = await _closed_with(old)
+        await old.disconnect()
+        await new.send_to(text_data='{"type": "input", "seq": 8, "keys": ["s"]}')
+        after = await inbox.next()
+        await new.disconnect()
+    assert (replaced["code"], code) == ("replaced", 4409)
+    # The worker was never told to pause: the next thing it heard was the new socket's input.
+    assert after["type"] == "session.input" and after["seq"] == 8
+
+
+async def test_the_player_sees_the_viewer_count_rise_and_fall(worker_slots):
+    stage = await _stage(worker_slots)
+    player = _socket(stage.play_path, stage.key)
+    assert (await player.connect(WAIT))[0]
+    watchers = [_socket(f"/ws/watch/{stage.session.id}/") for _ in range(2)]
+    for watcher in watchers:
+        assert (await watcher.connect(WAIT))[0]
+    counts = [(await _json(player, "status"))["viewers"]]
+    while counts[-1] != 2:
+        counts.append((await _json(player, "status"))["viewers"])
+    await watchers[0].disconnect()
+    while counts[-1] != 1:
+        counts.append((await _json(player, "status"))["viewers"])
+    await watchers[1].disconnect()
+    await player.disconnect()
+    session = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
+    assert counts[-1] == 1
+    assert session.peak_viewers == 2

@@ -1,0 +1,126 @@
+"""`/api/sessions/`: create, show, end; anonymous players; ownership; the OpenAPI schema."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from sessions.models import EndReason, PlaySession, SessionStatus
+from tests.sessions.play_fixtures import make_user, make_world
+from worlds.models import WorldStatus
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client():
+    return APIClient()
+
+
+def _logged_in(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_a_player_starts_a_session(world, player, worker_slots):
+    worker_slots.add(capacity=2)
+    response = _logged_in(player).post("/api/sessions/", {"world": world.slug}, format="json")
+    assert response.status_code == 201
+    body = response.json()
+    assert body["world"] == world.slug
+    assert body["status"] == "starting"
+    assert body["play_socket"] == f"/ws/play/{body['id']}/"
+    assert body["watch_url"] == f"/watch/{body['id']}/"
+    assert PlaySession.objects.get(pk=body["id"]).player == player
+
+
+def test_an_anonymous_visitor_plays_a_published_world_with_a_cookie(world, client, worker_slots):
+    worker_slots.add(capacity=2)
+    response = client.post("/api/sessions/", {"world": world.slug}, format="json")
+    assert response.status_code == 201
+    session = PlaySession.objects.get(pk=response.json()["id"])
+    assert session.player is None
+    assert session.anon_key == client.cookies["sessionid"].value
+
+
+def test_the_same_browser_gets_its_running_session_back(world, client, worker_slots):
+    worker_slots.add(capacity=2)
+    first = client.post("/api/sessions/", {"world": world.slug}, format="json")
+    again = client.post("/api/sessions/", {"world": world.slug}, format="json")
+    assert again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+
+
+def test_a_second_anonymous_session_in_one_browser_is_refused(client, worker_slots):
+    worker_slots.add(capacity=4)
+    client.post("/api/sessions/", {"world": make_world().slug}, format="json")
+    response = client.post("/api/sessions/", {"world": make_world().slug}, format="json")
+    assert response.status_code == 429
+    assert "session" in response.json()["detail"]
+    assert PlaySession.objects.count() == 1
+
+
+def test_the_client_sees_its_queue_position(world, worker_slots):
+    worker_slots.add(capacity=1)
+    _logged_in(make_user()).post("/api/sessions/", {"world": world.slug}, format="json")
+    response = _logged_in(make_user()).post("/api/sessions/", {"world": world.slug}, format="json")
+    assert response.json()["status"] == "queued"
+    assert response.json()["queue_position"] == 1
+
+
+def test_an_unknown_world_is_a_404(player, clean_placement):
+    response = _logged_in(player).post("/api/sessions/", {"world": "nope"}, format="json")
+    assert response.status_code == 404
+    assert not PlaySession.objects.exists()
+
+
+def test_a_removed_world_cannot_be_played(player, clean_placement):
+    removed = make_world(status=WorldStatus.REMOVED)
+    response = _logged_in(player).post("/api/sessions/", {"world": removed.slug}, format="json")
+    assert response.status_code == 404
+
+
+def test_a_bad_body_is_a_400(player, clean_placement):
+    response = _logged_in(player).post("/api/sessions/", {"world": "a b/c"}, format="json")
+    assert response.status_code == 400
+    assert "world" in response.json()
+
+
+def test_a_player_sees_and_ends_their_session(world, player, worker_slots):
+    worker_slots.add(capacity=1)
+    client = _logged_in(player)
+    session_id = client.post("/api/sessions/", {"world": world.slug}, format="json").json()["id"]
+    assert client.get(f"/api/sessions/{session_id}/").json()["status"] == "starting"
+    response = client.delete(f"/api/sessions/{session_id}/")
+    assert response.status_code == 200
+    assert response.json()["status"] == "ended"
+    session = PlaySession.objects.get(pk=session_id)
+    assert (session.status, session.end_reason) == (SessionStatus.ENDED, EndReason.PLAYER)
+
+
+def test_it_rejects_ending_another_players_session(world, player, outsider, worker_slots):
+    worker_slots.add(capacity=1)
+    session_id = (
+        _logged_in(player).post("/api/sessions/", {"world": world.slug}, format="json").json()["id"]
+    )
+    response = _logged_in(outsider).delete(f"/api/sessions/{session_id}/")
+    assert response.status_code == 404
+    assert PlaySession.objects.get(pk=session_id).status == SessionStatus.STARTING
+
+
+def test_anyone_sees_a_public_session_but_not_a_private_one(world, player, worker_slots):
+    worker_slots.add(capacity=2)
+    client = _logged_in(player)
+    public = client.post("/api/sessions/", {"world": world.slug}, format="json").json()["id"]
+    other_world = make_world()
+    private = client.post(
+        "/api/sessions/", {"world": other_world.slug, "public": False}, format="json"
+    ).json()["id"]
+    assert APIClient().get(f"/api/sessions/{public}/").status_code == 200
+    assert APIClient().get(f"/api/sessions/{private}/").status_code == 404
+    assert client.get(f"/api/sessions/{private}/").status_code == 200
+
+
+def test_the_schema_documents_the_session_endpoints(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").content.decode()
+    assert "/api/sessions/" in schema
+    assert "/api/sessions/{session_id}/" in schema

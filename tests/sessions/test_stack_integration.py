@@ -1,0 +1,252 @@
+"""The whole production path as separate processes: Daphne, two `inference_worker` processes and
+Redis. A real WebSocket client plays 100 frames, holds `d` and sees the view move; a second
+client watches; the serving worker is killed (-9) and play resumes on the other one."""
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import redis
+import websockets
+from django.db import connection
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from inference.placement import RedisPlacement
+from inference.protocol import decode_header, frame_jpeg
+from tests.sessions.play_fixtures import make_user, make_world
+from tests.sessions.worker_support import WAIT_S, pixels, unique
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _clear_placement(url: str) -> None:
+    client = redis.Redis.from_url(url)
+    for key in client.scan_iter("px:play:*"):
+        client.delete(key)
+
+
+@pytest.fixture
+def stack(redis_url, tmp_path):
+    """Daphne on a free port + two worker processes, all on this test's database and Redis."""
+    _clear_placement(redis_url)
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}",
+        "REDIS_URL": redis_url,
+        "INFERENCE_IN_PROCESS": "false",
+        "CELERY_TASK_ALWAYS_EAGER": "true",
+        "PYTHONUNBUFFERED": "1",
+    }
+    port = _free_port()
+    logs = []
+
+    def spawn(name, args):
+        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed below
+        logs.append(log)
+        return subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    daphne = spawn(
+        "daphne",
+        [
+            str(Path(sys.executable).parent / "daphne"),
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "gallery.asgi:application",
+        ],
+    )
+    workers = {}
+    for label in ("a", "b"):
+        name = unique(f"stack-{label}")
+        workers[name] = spawn(
+            name,
+            [
+                sys.executable,
+                "manage.py",
+                "inference_worker",
+                "--name",
+                name,
+                "--capacity",
+                "2",
+                "--device",
+                "cpu",
+            ],
+        )
+    placement = RedisPlacement(redis_url)
+    try:
+        deadline = time.monotonic() + WAIT_S * 3
+        while len(placement.live_workers()) < 2 or not _port_open(port):
+            assert time.monotonic() < deadline, "the stack did not come up: " + _tails(tmp_path)
+            for proc in (daphne, *workers.values()):
+                assert proc.poll() is None, "a process died: " + _tails(tmp_path)
+            time.sleep(0.3)
+        yield {"port": port, "workers": workers, "placement": placement}
+    finally:
+        for proc in (daphne, *workers.values()):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in (daphne, *workers.values()):
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for log in logs:
+            log.close()
+        _clear_placement(redis_url)
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _tails(folder: Path) -> str:
+    return "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in folder.glob("*.log"))
+
+
+class Client_:
+    """One WebSocket client: binary frames and JSON messages, collected as they come."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.statuses: list[dict] = []
+        self.task = asyncio.create_task(self._pump())
+
+    async def _pump(self):
+        async for message in self.ws:
+            if isinstance(message, bytes):
+                self.queue.put_nowait(("frame", decode_header(message), frame_jpeg(message)))
+            else:
+                body = json.loads(message)
+                if body.get("type") == "status":
+                    self.statuses.append(body)
+                self.queue.put_nowait(("json", body, None))
+
+    async def next(self, kind, predicate=lambda body: True, timeout=WAIT_S):
+        async def find():
+            while True:
+                got = await self.queue.get()
+                if got[0] == kind and predicate(got[1]):
+                    return got
+
+        return await asyncio.wait_for(find(), timeout)
+
+    async def frames(self, count):
+        return [(await self.next("frame"))[1:] for _ in range(count)]
+
+    async def send(self, body):
+        await self.ws.send(json.dumps(body))
+
+
+def _mean_diff(a: bytes, b: bytes) -> float:
+    return float(np.abs(pixels(a).astype(int) - pixels(b).astype(int)).mean())
+
+
+async def test_play_watch_and_survive_a_killed_worker_over_real_websockets(stack):
+    port, placement = stack["port"], stack["placement"]
+    user = await _sync(make_user, "stack-player")
+    world = await _sync(make_world, creator=user)
+    token = await _sync(lambda: Token.objects.create(user=user).key)
+    cookie = await _sync(_session_cookie, user)
+
+    import httpx
+
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        response = await http.post(
+            "/api/sessions/",
+            json={"world": world.slug},
+            headers={"Authorization": f"Token {token}"},
+        )
+    assert response.status_code == 201, response.text
+    session_id = response.json()["id"]
+    origin = f"http://127.0.0.1:{port}"
+    url = f"ws://127.0.0.1:{port}"
+
+    async with websockets.connect(
+        f"{url}/ws/play/{session_id}/",
+        origin=origin,
+        proxy=None,
+        additional_headers={"Cookie": f"sessionid={cookie}"},
+    ) as play_ws:
+        player = Client_(play_ws)
+        await player.send({"type": "input", "seq": 1, "keys": []})
+        idle = await player.frames(40)
+
+        async def hold_d():
+            seq = 2
+            while True:
+                await player.send({"type": "input", "seq": seq, "keys": ["d"]})
+                seq += 1
+                await asyncio.sleep(0.25)
+
+        holding = asyncio.create_task(hold_d())
+        moving = await player.frames(60)
+
+        async with websockets.connect(
+            f"{url}/ws/watch/{session_id}/", origin=origin, proxy=None
+        ) as watch_ws:
+            spectator = Client_(watch_ws)
+            watched = await spectator.frames(5)
+            holding.cancel()
+
+            serving = placement.worker_of(session_id)
+            survivor = next(name for name in stack["workers"] if name != serving)
+            stack["workers"][serving].send_signal(signal.SIGKILL)
+            await player.next(
+                "json", lambda b: b.get("type") == "status" and b.get("state") == "resuming"
+            )
+            after = await player.frames(10)
+            moved_to = placement.worker_of(session_id)
+            spectator.task.cancel()
+        player.task.cancel()
+
+    numbers = [header[2] for header, _ in idle + moving]
+    assert len(numbers) == 100 and numbers == sorted(numbers)
+    assert all(header[3] >= 2 for header, _ in moving[30:])  # the held key's seq is echoed
+    assert all(header[0] == 1 for header, _ in watched)
+    assert any(s.get("viewers", 0) >= 1 for s in player.statuses + spectator.statuses)
+    assert moved_to == survivor
+    assert len(after) == 10 and after[-1][0][2] > after[0][0][2]
+    # Holding `d` moves the view: far more change than the same time standing still.
+    idle_change = _mean_diff(idle[-21][1], idle[-1][1])
+    moved_change = _mean_diff(idle[-1][1], moving[-1][1])
+    assert moved_change > max(2 * idle_change, 1.0)
+
+
+async def _sync(fn, *args, **kwargs):
+    from asgiref.sync import sync_to_async
+
+    def call():
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connection.close()  # a connection left open blocks dropping the test database
+
+    return await sync_to_async(call, thread_sensitive=False)()
+
+
+def _session_cookie(user) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value

@@ -1,0 +1,105 @@
+"""Shared pieces of the worker, failover and stack tests (C1): a group listener, a running
+in-process worker, and engines loaded once per test module."""
+
+import asyncio
+import contextlib
+import uuid
+
+import simplejpeg
+
+from inference.protocol import decode_header, frame_jpeg, session_group, worker_channel
+from inference.worker import InferenceWorker
+
+WAIT_S = 60.0  # generous: the 2-core machine is shared with a training run
+
+
+def unique(name: str) -> str:
+    # Pub/sub channel names are global across Redis databases: never collide with other suites.
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+class GroupListener:
+    """Everything the worker sends to one session's group, as a spectator's consumer sees it.
+
+    One background task owns ``receive()``: cancelling a pub/sub receive unsubscribes it.
+    """
+
+    def __init__(self, layer, session_id: str):
+        self.layer = layer
+        self.group = session_group(session_id)
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.seen: list[dict] = []
+
+    async def __aenter__(self):
+        self.channel = await self.layer.new_channel()
+        await self.layer.group_add(self.group, self.channel)
+        self.task = asyncio.create_task(self._pump())
+        return self
+
+    async def __aexit__(self, *exc):
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        with contextlib.suppress(Exception):
+            await self.layer.group_discard(self.group, self.channel)
+
+    async def _pump(self):
+        while True:
+            self.queue.put_nowait(await self.layer.receive(self.channel))
+
+    async def next(self, predicate=lambda m: True, timeout: float = WAIT_S) -> dict:
+        async def find():
+            while True:
+                message = await self.queue.get()
+                self.seen.append(message)
+                if predicate(message):
+                    return message
+
+        return await asyncio.wait_for(find(), timeout)
+
+    async def status(self, state: str, timeout: float = WAIT_S) -> dict:
+        return await self.next(
+            lambda m: m["type"] == "session.status" and m["state"] == state, timeout
+        )
+
+    async def frames(self, count: int, timeout: float = WAIT_S) -> list[tuple[tuple, bytes]]:
+        out = []
+        while len(out) < count:
+            message = await self.next(lambda m: m["type"] == "session.frame", timeout)
+            out.append((decode_header(message["data"]), frame_jpeg(message["data"])))
+        return out
+
+
+def pixels(jpeg: bytes):
+    return simplejpeg.decode_jpeg(jpeg, colorspace="RGB")
+
+
+def attach_message(session_id: str, *, prompt="a sunny meadow with a pond", seed=7, restore=False):
+    return {
+        "type": "session.attach",
+        "session_id": session_id,
+        "prompt": prompt,
+        "seed": seed,
+        "world_title": "Meadow",
+        "restore": restore,
+    }
+
+
+@contextlib.asynccontextmanager
+async def running_worker(*, layer, placement, engine, name=None, **options):
+    worker = InferenceWorker(
+        name=name or unique("w"), channel_layer=layer, placement=placement, engine=engine, **options
+    )
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(worker.ready.wait(), WAIT_S)
+        yield worker
+    finally:
+        if not task.done():
+            await worker.stop(handover=False)
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def send(layer, worker: InferenceWorker | str, message: dict) -> None:
+    name = worker if isinstance(worker, str) else worker.name
+    await layer.send(worker_channel(name), message)

@@ -1,0 +1,26 @@
+"""Print precision and recall per category of the screening service on the labelled set."""
+
+from django.core.management.base import BaseCommand
+
+from worlds.moderation import evaluation, screening
+
+
+class Command(BaseCommand):
+    help = "Measure text screening on tests/moderation/data/<split>.tsv (recall, precision, FP)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--split", default="eval", choices=["eval", "tune"])
+        parser.add_argument(
+            "--sweep", action="store_true", help="Search thresholds on this split (use tune)."
+        )
+        parser.add_argument("--max-fp", type=float, default=0.05)
+
+    def handle(self, *args, split: str, sweep: bool, max_fp: float, **options):
+        scored = evaluation.score(evaluation.load_rows(split))
+        thresholds = {"hold": screening.SEMANTIC_HOLD, "block": screening.SEMANTIC_BLOCK}
+        if sweep:
+            thresholds = evaluation.sweep(scored, max_fp=max_fp)
+            self.stdout.write(f"best thresholds on {split}: {thresholds}")
+        rows = evaluation.measure(scored, **thresholds)
+        self.stdout.write(f"split={split} thresholds={thresholds}")
+        self.stdout.write(evaluation.table(rows))

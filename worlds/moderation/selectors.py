@@ -1,0 +1,235 @@
+"""Reads for moderation: who moderates, who is suspended, the queue, the audit log, live play."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Count, Max, Q, QuerySet
+from django.utils import timezone
+
+from gallery.models import User
+from worlds.models import World
+from worlds.moderation.models import (
+    ActionKind,
+    Appeal,
+    AppealStatus,
+    AuditEntry,
+    ModerationAction,
+    Report,
+    ReportStatus,
+    Suspension,
+    TargetType,
+)
+
+MODERATE_PERMISSION = "moderation.moderate"
+
+
+def is_moderator(user) -> bool:
+    return bool(user is not None and user.is_authenticated and user.has_perm(MODERATE_PERMISSION))
+
+
+def suspension_active(*, user) -> Suspension | None:
+    """The suspension that blocks this user now (the longest one if several), or None."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    active = list(Suspension.objects.active().filter(user=user))
+    if not active:
+        return None
+    return max(active, key=lambda s: (s.ends_at is None, s.ends_at or s.starts_at))
+
+
+@dataclass
+class QueueItem:
+    """Everything a moderator needs to decide on one target."""
+
+    target_type: str
+    target_id: str
+    report_count: int
+    latest_at: datetime
+    reports: list[Report]
+    world: World | None = None
+    target_user: User | None = None
+    session: object | None = None  # sessions.models.PlaySession
+    text: str = ""
+    field: str = ""
+    actions: list[ModerationAction] = dataclasses.field(default_factory=list)
+    appeal: Appeal | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.target_type}:{self.target_id}"
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for report in self.reports:
+            label = report.get_reason_display()
+            counts[label] = counts.get(label, 0) + 1
+        return counts
+
+
+def queue_items(*, limit: int = 50) -> list[QueueItem]:
+    """Open reports grouped by target (most-reported, then most recent first), then targets
+    with an open appeal. A target that has both shows once, with its appeal."""
+    groups = (
+        Report.objects.filter(status=ReportStatus.OPEN)
+        .values("target_type", "target_id")
+        .annotate(n=Count("id"), latest=Max("created_at"))
+        .order_by("-n", "-latest")[:limit]
+    )
+    items = [
+        QueueItem(g["target_type"], g["target_id"], g["n"], g["latest"], reports=[]) for g in groups
+    ]
+    by_key = {item.key: item for item in items}
+    appeals = Appeal.objects.filter(status=AppealStatus.OPEN).select_related("world", "action")
+    for appeal in appeals.order_by("created_at")[:limit]:
+        key = f"{TargetType.WORLD}:{appeal.world_id}"
+        if key not in by_key:
+            item = QueueItem(TargetType.WORLD, str(appeal.world_id), 0, appeal.created_at, [])
+            items.append(item)
+            by_key[key] = item
+        by_key[key].appeal = appeal
+    _fill_context(items)
+    return items
+
+
+def _fill_context(items: list[QueueItem]) -> None:
+    if not items:
+        return
+    match = Q(pk__in=[])
+    for item in items:
+        match |= Q(target_type=item.target_type, target_id=item.target_id)
+    reports = Report.objects.filter(match, status=ReportStatus.OPEN).select_related(
+        "reporter", "world", "world__creator", "target_user"
+    )
+    actions = ModerationAction.objects.filter(match).select_related("moderator")
+    by_key = {item.key: item for item in items}
+    for report in reports.order_by("-created_at"):
+        by_key[f"{report.target_type}:{report.target_id}"].reports.append(report)
+    for action in actions.order_by("-created_at")[:500]:
+        by_key[f"{action.target_type}:{action.target_id}"].actions.append(action)
+    for item in items:
+        _fill_target(item)
+
+
+def _fill_target(item: QueueItem) -> None:
+    first = item.reports[0] if item.reports else None
+    if item.target_type == TargetType.WORLD:
+        item.world = World.objects.select_related("creator").filter(pk=item.target_id).first()
+    elif item.target_type == TargetType.USER:
+        item.target_user = User.objects.filter(pk=item.target_id).first()
+    elif item.target_type == TargetType.SESSION:
+        from sessions.models import PlaySession
+
+        item.session = (
+            PlaySession.objects.select_related("world", "player").filter(pk=item.target_id).first()
+        )
+        item.world = item.session.world if item.session else None
+        item.target_user = item.session.player if item.session else None
+    if first is not None:
+        item.world = item.world or first.world
+        item.target_user = item.target_user or first.target_user
+        item.text, item.field = first.text, first.field
+    if item.world is not None and item.target_user is None:
+        item.target_user = item.world.creator
+
+
+def audit_list(
+    *,
+    actor: str | None = None,
+    action: str | None = None,
+    target_type: str | None = None,
+    target_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> QuerySet[AuditEntry]:
+    qs = AuditEntry.objects.select_related("actor")
+    if actor:
+        qs = qs.filter(actor_name__iexact=actor)
+    if action:
+        qs = qs.filter(action=action)
+    if target_type:
+        qs = qs.filter(target_type=target_type)
+    if target_id:
+        qs = qs.filter(target_id=target_id)
+    if since:
+        qs = qs.filter(created_at__gte=since)
+    if until:
+        qs = qs.filter(created_at__lt=until)
+    return qs.order_by("-created_at", "-id")
+
+
+@dataclass
+class Removal:
+    """What the creator of a removed world is shown."""
+
+    action: ModerationAction
+    appeal: Appeal | None
+
+    @property
+    def can_appeal(self) -> bool:
+        return self.appeal is None
+
+
+def world_removal(*, world: World) -> Removal | None:
+    if not world.is_removed:
+        return None
+    action = (
+        ModerationAction.objects.filter(
+            kind=ActionKind.REMOVE, target_type=TargetType.WORLD, target_id=str(world.pk)
+        )
+        .order_by("-created_at")
+        .first()
+    )
+    if action is None:
+        return None
+    return Removal(action=action, appeal=Appeal.objects.filter(action=action).first())
+
+
+def warnings_for(*, user) -> QuerySet[ModerationAction]:
+    return ModerationAction.objects.filter(kind=ActionKind.WARN, target_user=user)
+
+
+WARNING_SHOWN_FOR = timedelta(days=14)
+
+
+def recent_warnings(*, user) -> list[ModerationAction]:
+    """Warnings the user is still shown (the last two weeks), newest first."""
+    since = timezone.now() - WARNING_SHOWN_FOR
+    return list(warnings_for(user=user).filter(created_at__gte=since).order_by("-created_at")[:3])
+
+
+def live_sessions() -> list:
+    """Every running session, public and private, newest first, with world and player."""
+    from sessions.models import ACTIVE_STATUSES, PlaySession
+
+    return list(
+        PlaySession.objects.filter(status__in=ACTIVE_STATUSES)
+        .select_related("world", "world__creator", "player")
+        .order_by("-created_at")[:200]
+    )
+
+
+def prompt_cache_key(session_id) -> str:
+    return f"moderation:prompts:{session_id}"
+
+
+def recent_prompts(*, session_id, limit: int = 10) -> list[dict]:
+    """The latest in-world prompts of a session, newest first (see services.prompt_record)."""
+    from django.core.cache import cache
+
+    return list(cache.get(prompt_cache_key(session_id)) or [])[:limit]
+
+
+def session_for_moderator(*, user, session_id):
+    """Any session (private ones too) when the viewer is a moderator; None otherwise."""
+    if not is_moderator(user):
+        return None
+    from sessions.models import PlaySession
+
+    try:
+        return PlaySession.objects.select_related("world", "player").filter(pk=session_id).first()
+    except (ValueError, TypeError):
+        return None

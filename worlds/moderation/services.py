@@ -1,0 +1,637 @@
+"""Writes for moderation: reports, actions and their effects, appeals, suspensions, the audit.
+
+Every decision, automatic or manual, goes through `_audit` exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from gallery.models import User
+from worlds.models import World, WorldStatus
+from worlds.moderation import screening
+from worlds.moderation.models import (
+    ActionKind,
+    Appeal,
+    AppealStatus,
+    AuditEntry,
+    ModerationAction,
+    Report,
+    ReportReason,
+    ReportStatus,
+    Suspension,
+    TargetType,
+)
+from worlds.moderation.selectors import is_moderator, prompt_cache_key, suspension_active
+
+log = logging.getLogger(__name__)
+
+SCREENING_ACTOR = "screening"
+REPORT_RATE_WINDOW_S = 3600
+
+
+class UserSuspended(PermissionDenied):
+    """The account is suspended; the message says until when and why."""
+
+    def __init__(self, suspension: Suspension):
+        self.suspension = suspension
+        super().__init__(suspension.describe())
+
+
+class ReportRateLimited(Exception):
+    pass
+
+
+def ensure_not_suspended(user) -> None:
+    """The one hook publishing, playing and reporting call first. Anonymous users pass."""
+    suspension = suspension_active(user=user)
+    if suspension is not None:
+        raise UserSuspended(suspension)
+
+
+def ensure_moderator(user) -> None:
+    if not is_moderator(user):
+        raise PermissionDenied("Only moderators can do this.")
+
+
+# --- Targets --------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    type: str
+    id: str
+    label: str
+    world: World | None = None
+    user: User | None = None  # the person responsible: the creator, the player, the user
+    session: object | None = None  # sessions.models.PlaySession
+
+
+def _invalid(field: str, message: str) -> ValidationError:
+    return ValidationError({field: [message]})
+
+
+def target_resolve(*, target_type: str, target_id: str) -> Target:
+    """A target from its type and id (world pk or slug, session UUID, user pk or username)."""
+    target_id = str(target_id or "").strip()
+    if target_type == TargetType.WORLD:
+        world = _world_by_key(target_id)
+        return Target(target_type, str(world.pk), world.title, world=world, user=world.creator)
+    if target_type == TargetType.USER:
+        user = _user_by_key(target_id)
+        return Target(target_type, str(user.pk), user.username, user=user)
+    if target_type == TargetType.SESSION:
+        session = _session_by_key(target_id)
+        label = f"session of {session.world.title}"
+        return Target(target_type, str(session.pk), label, session.world, session.player, session)
+    if target_type == TargetType.TEXT:
+        # Text targets are named by their reports; an action on one reaches its context.
+        report = Report.objects.filter(target_type=target_type, target_id=target_id).first()
+        if report is None:
+            raise _invalid("target_id", "No reported text has this id.")
+        if report.session_id is not None:
+            # Text typed in a live session is the player's: act on the player or the session,
+            # never on the world the creator made.
+            session = _session_by_key(str(report.session_id))
+            return Target(
+                target_type, target_id, report.text[:200], user=session.player, session=session
+            )
+        return Target(
+            target_type,
+            target_id,
+            report.text[:200],
+            world=report.world,
+            user=report.target_user or (report.world.creator if report.world else None),
+        )
+    raise _invalid("target_type", "Choose world, session, user or text.")
+
+
+def _world_by_key(key: str) -> World:
+    world = World.objects.select_related("creator").filter(slug=key).first()
+    if world is None and key.isdigit():
+        world = World.objects.select_related("creator").filter(pk=int(key)).first()
+    if world is None:
+        raise _invalid("target_id", "No world with this id.")
+    return world
+
+
+def _user_by_key(key: str) -> User:
+    user = User.objects.filter(username=key).first()
+    if user is None and key.isdigit():
+        user = User.objects.filter(pk=int(key)).first()
+    if user is None:
+        raise _invalid("target_id", "No user with this id.")
+    return user
+
+
+def _session_by_key(key: str):
+    from sessions.models import PlaySession
+
+    try:
+        session_id = uuid.UUID(key)
+    except ValueError:
+        raise _invalid("target_id", "A session id is a UUID.") from None
+    session = PlaySession.objects.select_related("world", "player").filter(pk=session_id).first()
+    if session is None:
+        raise _invalid("target_id", "No session with this id.")
+    return session
+
+
+def text_target_id(*, text: str, field: str, world: World | None, session_id=None) -> str:
+    context = f"session-{session_id}" if session_id else f"world-{world.pk}" if world else "free"
+    digest = hashlib.sha256(text.strip().encode()).hexdigest()[:16]
+    return f"{context}:{field}:{digest}"
+
+
+# --- Reports --------------------------------------------------------------------------------
+
+
+def _rate_limit(user: User) -> None:
+    """At most MODERATION_REPORTS_PER_HOUR reports per user in a fixed window (shared cache,
+    so every web process counts together)."""
+    limit = int(getattr(settings, "MODERATION_REPORTS_PER_HOUR", 20))
+    key = f"moderation:reports:{user.pk}"
+    cache.add(key, 0, timeout=REPORT_RATE_WINDOW_S)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, timeout=REPORT_RATE_WINDOW_S)
+        count = 1
+    if count > limit:
+        raise ReportRateLimited(
+            f"You have sent {limit} reports in the last hour. Please try again later."
+        )
+
+
+def report_create(
+    *,
+    reporter: User,
+    target_type: str,
+    reason: str,
+    target_id: str = "",
+    note: str = "",
+    text: str = "",
+    field: str = "",
+    world_key: str = "",
+    session_key: str = "",
+) -> Report:
+    """A signed-in user's report. Text reports name the text (and where it was seen) instead of
+    a target id. Raises ValidationError (bad input, duplicate), UserSuspended, ReportRateLimited.
+    """
+    if reporter is None or not reporter.is_authenticated:
+        raise PermissionDenied("Sign in to report.")
+    ensure_not_suspended(reporter)
+    if reason not in ReportReason.values:
+        raise _invalid("reason", "Choose one of: " + ", ".join(ReportReason.values) + ".")
+    note = (note or "").strip()
+    if len(note) > 1000:
+        raise _invalid("note", "Keep the note under 1000 characters.")
+    target = _report_target(
+        target_type=target_type,
+        target_id=target_id,
+        text=text,
+        field=field,
+        world_key=world_key,
+        session_key=session_key,
+    )
+    if target.user is not None and target.user.pk == reporter.pk and target_type == "user":
+        raise _invalid("target_id", "You cannot report yourself.")
+    open_reports = Report.objects.filter(
+        reporter=reporter, target_type=target.type, target_id=target.id, status=ReportStatus.OPEN
+    )
+    if open_reports.exists():
+        raise _invalid("target_id", "You already reported this; a moderator will look at it.")
+    _rate_limit(reporter)
+    try:
+        with transaction.atomic():
+            return Report.objects.create(
+                reporter=reporter,
+                target_type=target.type,
+                target_id=target.id,
+                world=target.world,
+                target_user=target.user,
+                session_id=getattr(target.session, "pk", None),
+                field=field if target.type == TargetType.TEXT else "",
+                text=(text or "").strip() if target.type == TargetType.TEXT else "",
+                reason=reason,
+                note=note,
+            )
+    except IntegrityError:  # a double submit that passed the check above at the same time
+        raise _invalid(
+            "target_id", "You already reported this; a moderator will look at it."
+        ) from None
+
+
+def _report_target(
+    *, target_type: str, target_id: str, text: str, field: str, world_key: str, session_key: str
+) -> Target:
+    if target_type != TargetType.TEXT:
+        target = target_resolve(target_type=target_type, target_id=target_id)
+        if target.world is not None and not _visible_for_report(target.world):
+            raise _invalid("target_id", "No world with this id.")
+        return target
+    text = (text or "").strip()
+    if not text:
+        raise _invalid("text", "Quote the text you are reporting.")
+    if len(text) > 2000:
+        raise _invalid("text", "Quote at most 2000 characters.")
+    field = (field or "text").strip()[:40]
+    world = _world_by_key(world_key) if world_key else None
+    session = _session_by_key(session_key) if session_key else None
+    if session is not None:
+        world = session.world
+    target_id = text_target_id(
+        text=text, field=field, world=world, session_id=getattr(session, "pk", None)
+    )
+    user = getattr(session, "player", None) if session else world.creator if world else None
+    return Target(TargetType.TEXT, target_id, text[:200], world=world, user=user, session=session)
+
+
+def _visible_for_report(world: World) -> bool:
+    return world.status != WorldStatus.DRAFT
+
+
+HELD_FIELDS = (
+    "title",
+    "description",
+    "prompt",
+    "story_opening",
+    "character_name",
+    "character_persona",
+    "character_greeting",
+)
+
+
+def world_held_by_screening(*, world: World, result: screening.Screening | None = None) -> Report:
+    """A world that screening put in review goes to the queue as an automatic report, with one
+    audit entry. Call it after the world was saved as in review; calling again changes nothing.
+    """
+    if result is None or result.allowed:
+        result = screening.screen_fields({name: getattr(world, name) for name in HELD_FIELDS})
+    category = result.category or ReportReason.OTHER
+    with transaction.atomic():
+        report, created = Report.objects.get_or_create(
+            reporter=None,
+            target_type=TargetType.WORLD,
+            target_id=str(world.pk),
+            status=ReportStatus.OPEN,
+            defaults={
+                "world": world,
+                "target_user": world.creator,
+                "reason": category,
+                "note": f"Automatic screening held the {result.field or 'text'}.",
+                "field": result.field,
+            },
+        )
+        if created:
+            target = Target(TargetType.WORLD, str(world.pk), world.title, world, world.creator)
+            _audit(
+                actor=None,
+                action=ActionKind.HOLD,
+                target=target,
+                reason=result.message or "Held for review by automatic screening.",
+                before={"status": "publish requested"},
+                after={"status": world.status, "category": category},
+            )
+    return report
+
+
+def screening_refusal_record(
+    *, user, result: screening.Screening, target_type: str, target_id: str, label: str = ""
+) -> AuditEntry:
+    """Audit an automatic refusal (a blocked title, a rejected in-world prompt)."""
+    return _audit(
+        actor=None,
+        action=ActionKind.REFUSE,
+        target=Target(target_type, str(target_id), label[:200], user=user),
+        reason=result.message,
+        before={},
+        after={"verdict": result.verdict, "category": result.category, "field": result.field},
+    )
+
+
+# --- Actions --------------------------------------------------------------------------------
+
+WORLD_ACTIONS = {ActionKind.UNLIST, ActionKind.REMOVE, ActionKind.RESTORE, ActionKind.REJECT_APPEAL}
+USER_ACTIONS = {ActionKind.WARN, ActionKind.SUSPEND, ActionKind.UNSUSPEND}
+MODERATOR_ACTIONS = (
+    ActionKind.DISMISS,
+    ActionKind.UNLIST,
+    ActionKind.REMOVE,
+    ActionKind.RESTORE,
+    ActionKind.WARN,
+    ActionKind.SUSPEND,
+    ActionKind.UNSUSPEND,
+    ActionKind.END_SESSION,
+    ActionKind.REJECT_APPEAL,
+)
+
+
+def action_take(
+    *,
+    moderator: User,
+    kind: str,
+    target_type: str,
+    target_id: str,
+    reason: str,
+    duration_days: int | None = None,
+) -> ModerationAction:
+    """Apply one moderator decision to a target, close its open reports, write one audit entry.
+
+    `duration_days` is for suspend: None or 0 means permanent.
+    """
+    ensure_moderator(moderator)
+    reason = (reason or "").strip()
+    if not reason:
+        raise _invalid("reason", "Every action needs a reason.")
+    if len(reason) > 1000:
+        raise _invalid("reason", "Keep the reason under 1000 characters.")
+    if kind not in MODERATOR_ACTIONS:
+        raise _invalid("kind", "Unknown action.")
+    if duration_days is not None and duration_days < 0:
+        raise _invalid("duration_days", "A suspension lasts 1 day or more (0: permanent).")
+    target = target_resolve(target_type=target_type, target_id=target_id)
+    apply = _EFFECTS[kind]
+    with transaction.atomic():
+        before, after = apply(target=target, moderator=moderator, reason=reason, days=duration_days)
+        action = ModerationAction.objects.create(
+            kind=kind,
+            moderator=moderator,
+            target_type=target.type,
+            target_id=target.id,
+            world=target.world,
+            target_user=target.user,
+            reason=reason,
+        )
+        _close_reports(target=target, action=action)
+        _audit(
+            actor=moderator, action=kind, target=target, reason=reason, before=before, after=after
+        )
+    _after_commit(kind=kind, target=target, reason=reason)
+    return action
+
+
+def _close_reports(*, target: Target, action: ModerationAction) -> None:
+    status = ReportStatus.DISMISSED if action.kind == ActionKind.DISMISS else ReportStatus.RESOLVED
+    Report.objects.filter(
+        target_type=target.type, target_id=target.id, status=ReportStatus.OPEN
+    ).update(status=status, closed_at=timezone.now(), closed_by_action=action)
+
+
+def _require_world(target: Target) -> World:
+    if target.world is None:
+        raise _invalid("kind", "This action applies to a world.")
+    return target.world
+
+
+def _require_user(target: Target) -> User:
+    if target.user is None:
+        raise _invalid("kind", "This target has no user to act on (an anonymous player).")
+    return target.user
+
+
+def _set_world_status(target: Target, status: str) -> tuple[dict, dict]:
+    # Row lock: the creator publishing and a moderator removing at the same moment must not
+    # leave the world published after the removal was recorded.
+    world = World.objects.select_for_update().get(pk=_require_world(target).pk)
+    before = {"status": world.status}
+    world.status = status
+    if status == WorldStatus.PUBLISHED and world.published_at is None:
+        world.published_at = timezone.now()
+    world.save(update_fields=["status", "published_at", "updated_at"])
+    target.world = world
+    return before, {"status": status}
+
+
+def _effect_dismiss(*, target: Target, moderator, reason, days):
+    open_count = Report.objects.filter(
+        target_type=target.type, target_id=target.id, status=ReportStatus.OPEN
+    ).count()
+    before = {"open_reports": open_count}
+    after = {"open_reports": 0}
+    world = target.world
+    if target.type == TargetType.WORLD and world is not None:
+        world = World.objects.select_for_update().get(pk=world.pk)
+        if world.status == WorldStatus.IN_REVIEW:
+            # Dismissing a screening hold: nothing wrong, so the world goes public.
+            before_status, after_status = _set_world_status(target, WorldStatus.PUBLISHED)
+            before |= before_status
+            after |= after_status
+    return before, after
+
+
+def _effect_unlist(*, target: Target, moderator, reason, days):
+    world = _require_world(target)
+    if world.status in (WorldStatus.REMOVED, WorldStatus.DRAFT):
+        raise _invalid("kind", f"A {world.get_status_display().lower()} world cannot be unlisted.")
+    return _set_world_status(target, WorldStatus.UNLISTED)
+
+
+def _effect_remove(*, target: Target, moderator, reason, days):
+    world = _require_world(target)
+    if world.status == WorldStatus.REMOVED:
+        raise _invalid("kind", "This world is already removed.")
+    return _set_world_status(target, WorldStatus.REMOVED)
+
+
+def _effect_restore(*, target: Target, moderator, reason, days):
+    world = _require_world(target)
+    if world.status not in (WorldStatus.REMOVED, WorldStatus.UNLISTED, WorldStatus.IN_REVIEW):
+        raise _invalid("kind", "Only a removed, unlisted or held world can be restored.")
+    before, after = _set_world_status(target, WorldStatus.PUBLISHED)
+    accepted = Appeal.objects.filter(world=world, status=AppealStatus.OPEN).update(
+        status=AppealStatus.ACCEPTED, decided_at=timezone.now()
+    )
+    if accepted:
+        after["appeal"] = AppealStatus.ACCEPTED
+    return before, after
+
+
+def _effect_reject_appeal(*, target: Target, moderator, reason, days):
+    world = _require_world(target)
+    appeal = Appeal.objects.select_for_update().filter(world=world, status=AppealStatus.OPEN)
+    appeal = appeal.first()
+    if appeal is None:
+        raise _invalid("kind", "This world has no open appeal.")
+    appeal.status = AppealStatus.REJECTED
+    appeal.decided_at = timezone.now()
+    appeal.save(update_fields=["status", "decided_at"])
+    return {"appeal": AppealStatus.OPEN}, {"appeal": AppealStatus.REJECTED}
+
+
+def _effect_warn(*, target: Target, moderator, reason, days):
+    user = _require_user(target)
+    warnings = ModerationAction.objects.filter(kind=ActionKind.WARN, target_user=user).count()
+    return {"warnings": warnings}, {"warnings": warnings + 1}
+
+
+def _effect_suspend(*, target: Target, moderator, reason, days):
+    user = _require_user(target)
+    if user.pk == moderator.pk:
+        raise _invalid("target_id", "You cannot suspend yourself.")
+    current = suspension_active(user=user)
+    ends_at = timezone.now() + timedelta(days=days) if days else None
+    Suspension.objects.create(user=user, reason=reason, ends_at=ends_at, created_by=moderator)
+    before = {"suspended_until": _until(current)}
+    return before, {"suspended_until": "permanent" if ends_at is None else ends_at.isoformat()}
+
+
+def _effect_unsuspend(*, target: Target, moderator, reason, days):
+    user = _require_user(target)
+    current = suspension_active(user=user)
+    if current is None:
+        raise _invalid("kind", "This user is not suspended.")
+    Suspension.objects.active().filter(user=user).update(lifted_at=timezone.now())
+    return {"suspended_until": _until(current)}, {"suspended_until": None}
+
+
+def _effect_end_session(*, target: Target, moderator, reason, days):
+    if target.session is None:
+        raise _invalid("kind", "This action applies to a live session.")
+    if not target.session.is_active:
+        raise _invalid("kind", "This session has already ended.")
+    return {"status": target.session.status}, {"status": "ended"}
+
+
+def _until(suspension: Suspension | None):
+    if suspension is None:
+        return None
+    return "permanent" if suspension.ends_at is None else suspension.ends_at.isoformat()
+
+
+_EFFECTS = {
+    ActionKind.DISMISS: _effect_dismiss,
+    ActionKind.UNLIST: _effect_unlist,
+    ActionKind.REMOVE: _effect_remove,
+    ActionKind.RESTORE: _effect_restore,
+    ActionKind.REJECT_APPEAL: _effect_reject_appeal,
+    ActionKind.WARN: _effect_warn,
+    ActionKind.SUSPEND: _effect_suspend,
+    ActionKind.UNSUSPEND: _effect_unsuspend,
+    ActionKind.END_SESSION: _effect_end_session,
+}
+
+
+def _after_commit(*, kind: str, target: Target, reason: str) -> None:
+    """Effects outside the database (ending live sessions tells workers and players): run once
+    the decision is committed, so a rolled-back action never ends anyone's session."""
+    from sessions import services as session_services
+    from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession
+
+    if kind == ActionKind.END_SESSION:
+        sessions = [target.session]
+    elif kind == ActionKind.REMOVE:
+        sessions = list(PlaySession.objects.filter(world=target.world, status__in=ACTIVE_STATUSES))
+    elif kind == ActionKind.SUSPEND:
+        sessions = list(PlaySession.objects.filter(player=target.user, status__in=ACTIVE_STATUSES))
+    else:
+        return
+    for session in sessions:
+        _end_session(session_services, session, EndReason.MODERATOR, reason)
+
+
+def _end_session(session_services, session, code: str, reason: str) -> None:
+    end = session_services.session_end
+    if "message" in inspect.signature(end).parameters:
+        end(session=session, reason=code, message=reason)
+        return
+    # The player is told the moderator's reason first; the status that session_end sends next
+    # (reason "moderator") finds the socket already ended and is dropped by the consumer.
+    _tell_player(session, f"Ended by a moderator: {reason}")
+    end(session=session, reason=code)
+
+
+def _tell_player(session, text: str) -> None:
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from inference.protocol import session_group
+
+    message = {"type": "session.status", "state": "ended", "fps": 0.0, "reason": text}
+    try:
+        async_to_sync(get_channel_layer().group_send)(session_group(session.pk), message)
+    except Exception:  # noqa: BLE001 - an unreachable layer must not undo the decision
+        log.exception("could not tell session %s why it ended", session.pk)
+
+
+# --- Live oversight -----------------------------------------------------------------------
+
+RECENT_PROMPTS = 20
+
+
+def prompt_record(*, session_id, text: str, status: str) -> None:
+    """Remember a session's latest in-world prompts (applied or rejected) for the live page.
+    Kept in the shared cache for the session's lifetime: oversight, not an archive."""
+    key = prompt_cache_key(session_id)
+    recent = cache.get(key) or []
+    recent.insert(0, {"text": text[:300], "status": status, "at": timezone.now().isoformat()})
+    timeout = int(getattr(settings, "SESSION_MAX_SECONDS", 1800)) + 3600
+    cache.set(key, recent[:RECENT_PROMPTS], timeout=timeout)
+
+
+# --- Appeals --------------------------------------------------------------------------------
+
+
+def appeal_create(*, world: World, by: User, text: str) -> Appeal:
+    """The creator's one appeal against the removal of their world; it goes back to the queue."""
+    if by is None or not by.is_authenticated or world.creator_id != by.pk:
+        raise PermissionDenied("Only the creator can appeal.")
+    text = (text or "").strip()
+    if not text:
+        raise _invalid("text", "Say why the world should be restored.")
+    if len(text) > 2000:
+        raise _invalid("text", "Keep the appeal under 2000 characters.")
+    from worlds.moderation.selectors import world_removal
+
+    removal = world_removal(world=world)
+    if removal is None:
+        raise _invalid("world", "Only a removed world can be appealed.")
+    if removal.appeal is not None:
+        raise _invalid("world", "You already appealed this removal.")
+    target = Target(TargetType.WORLD, str(world.pk), world.title, world, by)
+    try:
+        with transaction.atomic():
+            appeal = Appeal.objects.create(
+                world=world, action=removal.action, appellant=by, text=text
+            )
+            _audit(
+                actor=by,
+                action=ActionKind.APPEAL,
+                target=target,
+                reason=text,
+                before={"appeal": None},
+                after={"appeal": AppealStatus.OPEN},
+            )
+    except IntegrityError:  # two tabs appealing at once: the constraint keeps one
+        raise _invalid("world", "You already appealed this removal.") from None
+    return appeal
+
+
+# --- Audit ----------------------------------------------------------------------------------
+
+
+def _audit(
+    *, actor: User | None, action: str, target: Target, reason: str, before: dict, after: dict
+) -> AuditEntry:
+    return AuditEntry.objects.create(
+        actor=actor,
+        actor_name=actor.username if actor is not None else SCREENING_ACTOR,
+        action=action,
+        target_type=target.type,
+        target_id=target.id,
+        target_label=(target.label or "")[:200],
+        reason=reason,
+        before=before,
+        after=after,
+    )

@@ -1,0 +1,30 @@
+"""Template hooks other apps' pages use: the moderator nav link, the suspension banner, and the
+removal notice on a world's page."""
+
+from django import template
+
+from worlds.moderation import selectors
+
+register = template.Library()
+
+
+@register.filter
+def is_moderator(user) -> bool:
+    return selectors.is_moderator(user)
+
+
+@register.inclusion_tag("moderation/_suspension_banner.html", takes_context=True)
+def suspension_banner(context):
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    return {
+        "suspension": selectors.suspension_active(user=user),
+        "warnings": selectors.recent_warnings(user=user),
+    }
+
+
+@register.inclusion_tag("moderation/_removal_notice.html")
+def removal_notice(world):
+    return {"world": world, "removal": selectors.world_removal(world=world)}

@@ -1,0 +1,369 @@
+"""Writes to the catalog: create, edit, publish, like, remix, covers, plays and trending.
+
+Every entry point (pages, API, tasks, commands) calls these; none of them writes models itself.
+"""
+
+import math
+import random
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.text import slugify
+
+from gallery.models import User
+from worlds.covers import cover_clean
+from worlds.models import SPEC_FIELDS, Category, Like, Play, World, WorldStatus, WorldVersion
+
+# Text fields screened by moderation, with the form field an error belongs to.
+SCREENED_FIELDS = (
+    "title",
+    "description",
+    "prompt",
+    "story_opening",
+    "character_name",
+    "character_persona",
+    "character_greeting",
+)
+EDITABLE_FIELDS = (*SPEC_FIELDS, "description")
+
+# Trending: a play counts 1 and a like 3, each halving in weight every TRENDING_HALF_LIFE.
+TRENDING_WINDOW = timedelta(days=7)
+TRENDING_HALF_LIFE = timedelta(hours=24)
+TRENDING_LIKE_WEIGHT = 3.0
+
+
+def world_validate_spec(fields: dict) -> None:
+    """Cross-field rules the model's field validators cannot express."""
+    errors: dict[str, list[str]] = {}
+    if not (fields.get("title") or "").strip():
+        errors["title"] = ["Give the world a title."]
+    if not (fields.get("prompt") or "").strip():
+        errors["prompt"] = ["Describe the world: the prompt is what the model generates from."]
+    if fields.get("category") not in Category.values:
+        errors["category"] = ["Choose one of: games, stories, characters, live."]
+    if fields.get("category") == Category.CHARACTERS:
+        for name, label in (
+            ("character_name", "name"),
+            ("character_persona", "persona"),
+            ("character_greeting", "greeting"),
+        ):
+            if not (fields.get(name) or "").strip():
+                errors[name] = [f"A character world needs the character's {label}."]
+    if errors:
+        raise ValidationError(errors)
+
+
+def _screen(fields: dict) -> str:
+    """Run moderation screening over the text fields; raise on block, return the verdict."""
+    from worlds.moderation.screening import screen_text
+
+    verdict = "allow"
+    for name in SCREENED_FIELDS:
+        text = (fields.get(name) or "").strip()
+        if not text:
+            continue
+        result = screen_text(text, field=name)
+        if result.verdict == "block":
+            raise ValidationError({name: [result.message]})
+        if result.verdict == "hold":
+            verdict = "hold"
+    return verdict
+
+
+def _clean_cover(upload):
+    try:
+        return cover_clean(upload)
+    except ValidationError as exc:
+        raise ValidationError({"cover": exc.messages}) from None
+
+
+def _ensure_owner(world: World, user: User) -> None:
+    if world.creator_id != user.pk:
+        raise PermissionDenied("Only the creator can change this world.")
+
+
+def _unique_slug(title: str, *, salted: bool = False) -> str:
+    base = slugify(title)[:60].strip("-") or "world"
+    slug = f"{base}-{random.randrange(16**6):06x}" if salted else base
+    while World.objects.filter(slug=slug).exists():
+        slug = f"{base}-{random.randrange(16**6):06x}"
+    return slug
+
+
+def _snapshot_version(world: World) -> WorldVersion:
+    last = world.versions.order_by("-number").values_list("number", flat=True).first() or 0
+    version = WorldVersion.objects.create(
+        world=world, number=last + 1, **{name: getattr(world, name) for name in SPEC_FIELDS}
+    )
+    world.current_version = version
+    world.save(update_fields=["current_version", "updated_at"])
+    return version
+
+
+def _clean_text(fields: dict) -> dict:
+    cleaned = {}
+    for name in EDITABLE_FIELDS:
+        if name not in fields:
+            continue
+        value = fields[name]
+        cleaned[name] = value.strip() if isinstance(value, str) else value
+    return cleaned
+
+
+def world_create(
+    *,
+    creator: User,
+    fields: dict,
+    cover=None,
+    remix_of: World | None = None,
+    publish: bool = False,
+) -> World:
+    """Create a world (a draft unless `publish`) with its first version."""
+    data = _clean_text(fields)
+    if data.get("seed") in (None, ""):
+        data["seed"] = random.randrange(2**31)
+    world_validate_spec(data)
+    _screen(data)
+    clean_cover = _clean_cover(cover) if cover else None
+    World(creator=creator, **data).full_clean(exclude=["cover", "current_version", "slug"])
+    for attempt in range(3):
+        try:
+            world = _insert_world(creator, remix_of, data, clean_cover, salted=attempt > 0)
+            break
+        except IntegrityError:
+            # Two creators raced for the same title's slug; the loser takes a salted one.
+            if attempt == 2:
+                raise
+    if publish:
+        world = world_publish(world=world, by=creator)
+    return world
+
+
+def _insert_world(creator, remix_of, data: dict, clean_cover, *, salted: bool) -> World:
+    slug = _unique_slug(data["title"], salted=salted)
+    with transaction.atomic():
+        world = World.objects.create(creator=creator, remix_of=remix_of, slug=slug, **data)
+        if clean_cover:
+            world.cover.save(f"{slug}.{clean_cover.extension}", clean_cover.content, True)
+        _snapshot_version(world)
+        if not clean_cover:
+            _schedule_cover_render(world)
+    return world
+
+
+def world_update(*, world: World, by: User, fields: dict, cover=None) -> World:
+    """Edit a world. A change to what a session plays makes a new version; sessions keep theirs."""
+    _ensure_owner(world, by)
+    data = _clean_text(fields)
+    if "seed" in data and data["seed"] in (None, ""):
+        data.pop("seed")
+    merged = {name: getattr(world, name) for name in EDITABLE_FIELDS} | data
+    world_validate_spec(merged)
+    verdict = _screen(merged)
+    clean_cover = _clean_cover(cover) if cover else None
+    with transaction.atomic():
+        # Lock the row: two saves racing would both read version N and both write N+1.
+        world = World.objects.select_for_update().get(pk=world.pk)
+        spec_changed = any(merged[name] != getattr(world, name) for name in SPEC_FIELDS)
+        for name, value in merged.items():
+            setattr(world, name, value)
+        world.full_clean(exclude=["cover", "current_version", "slug"])
+        if clean_cover:
+            world.cover.save(f"{world.slug}.{clean_cover.extension}", clean_cover.content, False)
+        if verdict == "hold" and world.is_public:
+            world.status = WorldStatus.IN_REVIEW
+        world.save()
+        if spec_changed or world.current_version_id is None:
+            _snapshot_version(world)
+    _queue_if_held(world)
+    return world
+
+
+def world_set_cover(*, world: World, by: User, upload) -> World:
+    _ensure_owner(world, by)
+    clean_cover = _clean_cover(upload)
+    old = world.cover.name if world.cover else None
+    world.cover.save(f"{world.slug}.{clean_cover.extension}", clean_cover.content, False)
+    world.cover_generated = False
+    world.save(update_fields=["cover", "cover_generated", "updated_at"])
+    if old and old != world.cover.name:
+        world.cover.storage.delete(old)
+    return world
+
+
+def _schedule_cover_render(world: World) -> None:
+    """Queue a model-rendered cover once the world is committed (a worker must see the row)."""
+    if not settings.COVER_RENDER_AUTO:
+        return
+    from worlds.tasks import render_cover
+
+    world_id = world.pk
+    transaction.on_commit(lambda: render_cover.delay(world_id))
+
+
+def world_render_cover(*, world_id: int) -> bool:
+    """Give a world a cover rendered by the world model, unless its creator uploaded one.
+
+    Returns whether a cover was rendered. A world deleted meanwhile is skipped, not an error.
+    """
+    from worlds.cover_render import render_cover_png
+
+    world = World.objects.filter(pk=world_id).first()
+    if world is None or (world.cover and not world.cover_generated):
+        return False
+    png = render_cover_png(prompt=world.prompt, seed=world.seed)
+    with transaction.atomic():
+        # Lock and re-check: the creator may have uploaded a cover while the frame rendered.
+        world = World.objects.select_for_update().filter(pk=world_id).first()
+        if world is None or (world.cover and not world.cover_generated):
+            return False
+        old = world.cover.name if world.cover else None
+        world.cover.save(f"{world.slug}-frame.png", ContentFile(png), save=False)
+        world.cover_generated = True
+        world.save(update_fields=["cover", "cover_generated", "updated_at"])
+    if old and old != world.cover.name:
+        world.cover.storage.delete(old)
+    return True
+
+
+def world_publish(*, world: World, by: User, unlisted: bool = False) -> World:
+    """Make a world public (or unlisted). Text moderation holds for review decide otherwise."""
+    _ensure_owner(world, by)
+    if world.status == WorldStatus.REMOVED:
+        raise ValidationError(
+            {"status": ["This world was removed by moderation and cannot be published."]}
+        )
+    _ensure_may_publish(by)
+    verdict = _screen({name: getattr(world, name) for name in SCREENED_FIELDS})
+    with transaction.atomic():
+        world = World.objects.select_for_update().get(pk=world.pk)
+        if verdict == "hold":
+            world.status = WorldStatus.IN_REVIEW
+        else:
+            world.status = WorldStatus.UNLISTED if unlisted else WorldStatus.PUBLISHED
+        if world.published_at is None and world.status != WorldStatus.IN_REVIEW:
+            world.published_at = timezone.now()
+        world.save(update_fields=["status", "published_at", "updated_at"])
+    _queue_if_held(world)
+    return world
+
+
+def _queue_if_held(world: World) -> None:
+    """A held world goes to the moderators' queue (with its audit entry)."""
+    if world.status == WorldStatus.IN_REVIEW:
+        from worlds.moderation.services import world_held_by_screening
+
+        world_held_by_screening(world=world)
+
+
+def _ensure_may_publish(user: User) -> None:
+    """Suspended accounts cannot publish (the moderation app decides who is suspended)."""
+    from worlds.moderation.services import ensure_not_suspended
+
+    ensure_not_suspended(user)
+
+
+def world_unpublish(*, world: World, by: User) -> World:
+    _ensure_owner(world, by)
+    if world.status == WorldStatus.REMOVED:
+        raise ValidationError({"status": ["This world was removed by moderation."]})
+    world.status = WorldStatus.DRAFT
+    world.save(update_fields=["status", "updated_at"])
+    return world
+
+
+def world_delete(*, world: World, by: User) -> None:
+    _ensure_owner(world, by)
+    cover = world.cover.name if world.cover else None
+    storage = world.cover.storage
+    world.delete()
+    if cover:
+        transaction.on_commit(lambda: storage.delete(cover))
+
+
+def _ensure_likeable(world: World) -> None:
+    if not world.is_public:
+        raise ValidationError({"world": ["Only published worlds can be liked."]})
+
+
+def world_like(*, world: World, user: User) -> World:
+    """Like a world once; liking again changes nothing."""
+    _ensure_likeable(world)
+    try:
+        with transaction.atomic():
+            Like.objects.create(user=user, world=world)
+            World.objects.filter(pk=world.pk).update(like_count=F("like_count") + 1)
+    except IntegrityError:  # the unique (user, world) constraint: already liked
+        pass
+    world.refresh_from_db(fields=["like_count"])
+    return world
+
+
+def world_unlike(*, world: World, user: User) -> World:
+    with transaction.atomic():
+        deleted, _ = Like.objects.filter(user=user, world=world).delete()
+        if deleted:
+            World.objects.filter(pk=world.pk, like_count__gt=0).update(
+                like_count=F("like_count") - 1
+            )
+    world.refresh_from_db(fields=["like_count"])
+    return world
+
+
+def world_toggle_like(*, world: World, user: User) -> World:
+    """The page's like button: like, or unlike if already liked."""
+    if Like.objects.filter(world=world, user=user).exists():
+        return world_unlike(world=world, user=user)
+    return world_like(world=world, user=user)
+
+
+def world_remix(*, world: World, by: User, fields: dict | None = None, cover=None) -> World:
+    """A new draft owned by `by`, starting from `world`'s content, linked back to it."""
+    if world.status == WorldStatus.REMOVED:
+        raise ValidationError({"world": ["A removed world cannot be remixed."]})
+    base = {name: getattr(world, name) for name in EDITABLE_FIELDS}
+    base["title"] = f"{world.title} (remix)"[:100]
+    base = base | (fields or {})
+    return world_create(creator=by, fields=base, cover=cover, remix_of=world)
+
+
+def world_record_play(*, world: World) -> None:
+    """Count one play start (a Play row for trending, and the running total)."""
+    with transaction.atomic():
+        Play.objects.create(world=world)
+        World.objects.filter(pk=world.pk).update(play_count=F("play_count") + 1)
+
+
+def _decay(age: timedelta) -> float:
+    return math.pow(0.5, age / TRENDING_HALF_LIFE)
+
+
+def trending_recompute(*, now: datetime | None = None) -> int:
+    """Rescore every world from recent plays and likes; returns how many scores changed."""
+    now = now or timezone.now()
+    since = now - TRENDING_WINDOW
+    scores: dict[int, float] = {}
+    for world_id, at in Play.objects.filter(created_at__gte=since).values_list(
+        "world_id", "created_at"
+    ):
+        scores[world_id] = scores.get(world_id, 0.0) + _decay(now - at)
+    for world_id, at in Like.objects.filter(created_at__gte=since).values_list(
+        "world_id", "created_at"
+    ):
+        scores[world_id] = scores.get(world_id, 0.0) + TRENDING_LIKE_WEIGHT * _decay(now - at)
+    changed = []
+    with transaction.atomic():
+        stale = World.objects.exclude(pk__in=scores).exclude(trending_score=0.0)
+        cleared = stale.update(trending_score=0.0)
+        for world in World.objects.filter(pk__in=scores).only("id", "trending_score"):
+            score = round(scores[world.pk], 6)
+            if world.trending_score != score:
+                world.trending_score = score
+                changed.append(world)
+        World.objects.bulk_update(changed, ["trending_score"], batch_size=500)
+    return cleared + len(changed)

@@ -1,0 +1,220 @@
+"""World pages: detail, publish/edit/remix forms, like, and placeholder covers. Thin shells."""
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_GET, require_POST
+
+from gallery.forms import render_form
+from worlds import selectors, services
+from worlds.covers import placeholder_svg
+from worlds.forms import WorldForm
+from worlds.models import Category, World, WorldStatus
+
+
+def with_world(view: Callable) -> Callable:
+    """Resolve <slug> to a world the viewer may see (404 otherwise) and pass it on."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, slug: str, *args, **kwargs):
+        try:
+            world = selectors.world_get_visible(slug=slug, viewer=request.user)
+        except World.DoesNotExist:
+            raise Http404("No such world") from None
+        return view(request, world, *args, **kwargs)
+
+    return wrapper
+
+
+def owner_only(view: Callable) -> Callable:
+    """After with_world: someone else's (visible) world is a 403."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, world: World, *args, **kwargs):
+        if world.creator_id != request.user.pk:
+            raise PermissionDenied("Only the creator can change this world.")
+        return view(request, world, *args, **kwargs)
+
+    return wrapper
+
+
+@require_GET
+@with_world
+def world_detail(request: HttpRequest, world: World) -> HttpResponse:
+    context = {
+        "world": world,
+        "liked": selectors.world_is_liked(world=world, viewer=request.user),
+        "is_owner": world.creator_id == request.user.pk,
+        "remixes": selectors.world_remixes(world=world)[:6],
+    }
+    return render(request, "worlds/detail.html", context)
+
+
+def _save_form(request: HttpRequest, form: WorldForm, save: Callable[[], World]):
+    """Run the services of one form submit, all or nothing; map a ValidationError onto the form.
+
+    Returns the world, or None when the form has errors (nothing saved: a resubmit would
+    otherwise create a second copy of a world whose publish step failed).
+    """
+    try:
+        with transaction.atomic():
+            return save()
+    except ValidationError as exc:
+        form.add_error(None, exc)
+        return None
+
+
+def _publish_as_asked(world: World, user, visibility: str) -> World:
+    if visibility == "draft":
+        if world.is_public:
+            return services.world_unpublish(world=world, by=user)
+        return world
+    if world.status == visibility:
+        return world
+    return services.world_publish(world=world, by=user, unlisted=visibility == "unlisted")
+
+
+def _announce(request: HttpRequest, world: World) -> None:
+    if world.status == WorldStatus.IN_REVIEW:
+        messages.warning(request, "Your world is waiting for a moderator before it goes public.")
+    elif world.is_public:
+        messages.success(request, f"“{world.title}” is live.")
+    else:
+        messages.info(request, "Saved as a draft.")
+
+
+@login_required
+def world_create(request: HttpRequest) -> HttpResponse:
+    form = WorldForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        world = _save_form(
+            request,
+            form,
+            lambda: _publish_as_asked(
+                services.world_create(
+                    creator=request.user, fields=form.spec(), cover=form.cleaned_data["cover"]
+                ),
+                request.user,
+                form.cleaned_data["visibility"],
+            ),
+        )
+        if world is not None:
+            _announce(request, world)
+            return redirect(world)
+    return render_form(request, "worlds/form.html", {"form": form, "mode": "create"})
+
+
+@login_required
+@with_world
+@owner_only
+def world_edit(request: HttpRequest, world: World) -> HttpResponse:
+    form = WorldForm(
+        request.POST or None, request.FILES or None, initial=WorldForm.initial_from(world)
+    )
+    if request.method == "POST" and form.is_valid():
+        saved = _save_form(
+            request,
+            form,
+            lambda: _publish_as_asked(
+                services.world_update(
+                    world=world,
+                    by=request.user,
+                    fields=form.spec(),
+                    cover=form.cleaned_data["cover"],
+                ),
+                request.user,
+                form.cleaned_data["visibility"],
+            ),
+        )
+        if saved is not None:
+            _announce(request, saved)
+            return redirect(saved)
+    return render_form(request, "worlds/form.html", {"form": form, "mode": "edit", "world": world})
+
+
+@login_required
+@with_world
+def world_remix(request: HttpRequest, world: World) -> HttpResponse:
+    initial = WorldForm.initial_from(world) | {
+        "title": f"{world.title} (remix)"[:100],
+        "seed": None,
+    }
+    form = WorldForm(request.POST or None, request.FILES or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        remix = _save_form(
+            request,
+            form,
+            lambda: _publish_as_asked(
+                services.world_remix(
+                    world=world,
+                    by=request.user,
+                    fields=form.spec(),
+                    cover=form.cleaned_data["cover"],
+                ),
+                request.user,
+                form.cleaned_data["visibility"],
+            ),
+        )
+        if remix is not None:
+            _announce(request, remix)
+            return redirect(remix)
+    return render_form(
+        request, "worlds/form.html", {"form": form, "mode": "remix", "source": world}
+    )
+
+
+def _service_post(action: Callable[[HttpRequest, World], World], done: str | None) -> Callable:
+    """A POST-only page action on one world: run the service, flash the outcome, go back.
+
+    done=None announces the world's new status; "" says nothing.
+    """
+
+    @require_POST
+    @login_required
+    @with_world
+    def view(request: HttpRequest, world: World) -> HttpResponse:
+        try:
+            world = action(request, world)
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        else:
+            if done is None:
+                _announce(request, world)
+            elif done:
+                messages.success(request, done)
+        return redirect(world)
+
+    return view
+
+
+world_like = _service_post(lambda r, w: services.world_toggle_like(world=w, user=r.user), "")
+world_publish = _service_post(lambda r, w: services.world_publish(world=w, by=r.user), None)
+world_unpublish = _service_post(
+    lambda r, w: services.world_unpublish(world=w, by=r.user), "Moved back to drafts."
+)
+
+
+@require_POST
+@login_required
+@with_world
+@owner_only
+def world_delete(request: HttpRequest, world: World) -> HttpResponse:
+    services.world_delete(world=world, by=request.user)
+    messages.success(request, f"Deleted “{world.title}”.")
+    return redirect("profile", username=request.user.username)
+
+
+@require_GET
+@cache_control(public=True, max_age=86400)
+def world_placeholder(request: HttpRequest, category: str, slug: str) -> HttpResponse:
+    if category not in Category.values:
+        raise Http404("Unknown category")
+    svg = placeholder_svg(slug=slug, category=category)
+    return HttpResponse(svg, content_type="image/svg+xml")
