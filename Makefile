@@ -43,5 +43,23 @@ fmt: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+demo: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_demo
+
+worker: install
+	$(PY) manage.py inference_worker
+
+train: install
+	$(PY) -m inference.train
+
+evaluate: install
+	$(PY) -m inference.evaluate --json var/eval.json
+
+bench: install
+	$(PY) bench/inference.py
+	$(PY) bench/gallery.py
+	$(PY) bench/play.py
+
 clean:
 	rm -rf var/parallax.sqlite3 var/media var/static

@@ -34,12 +34,12 @@ PROMPTS = [
 KEYS = [frozenset(k) for k in ("d", "s", "a", "w", "sd", "wa")]
 
 
-def make_sessions(engine: WorldEngine, n: int) -> list[str]:
-    pids = []
+def make_sessions(engine: WorldEngine, n: int) -> tuple[list[str], list[str]]:
+    wids, pids = [], []
     for i in range(n):
-        wid = engine.create_world(prompt=PROMPTS[i % len(PROMPTS)], seed=500 + i)
-        pids.append(engine.add_player(wid))
-    return pids
+        wids.append(engine.create_world(prompt=PROMPTS[i % len(PROMPTS)], seed=500 + i))
+        pids.append(engine.add_player(wids[-1]))
+    return wids, pids
 
 
 def run(engine, pids, chunk, rounds, batched: bool) -> tuple[float, float]:
@@ -59,8 +59,8 @@ def run(engine, pids, chunk, rounds, batched: bool) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--chunk", type=int, default=8, help="frames per step call per session")
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--chunk", type=int, default=1, help="frames per step call per session")
+    parser.add_argument("--rounds", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sessions", default="1,2,4,8,16,32")
     args = parser.parse_args()
@@ -76,9 +76,14 @@ def main() -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for n in (int(s) for s in args.sessions.split(",")):
-        pids = make_sessions(engine, n)
-        run(engine, pids, args.chunk, 1, batched=True)  # warm-up (and first canvas growth)
+        wids, pids = make_sessions(engine, n)
+        run(engine, pids, args.chunk, 1, batched=True)  # warm-up
+        # both modes start from the same snapshots, so they do the same work (same walks,
+        # same terrain growth) and differ only in how the sessions are batched
+        snaps = [engine.snapshot(w) for w in wids]
         b_fps, b_ms = run(engine, pids, args.chunk, args.rounds, batched=True)
+        for snap in snaps:
+            engine.restore(snap)
         s_fps, s_ms = run(engine, pids, args.chunk, args.rounds, batched=False)
         print(
             f"| {n} | {b_fps:.0f} | {s_fps:.0f} | {b_fps / s_fps:.1f}x | {b_fps / n:.0f} "

@@ -42,6 +42,7 @@ class LiveSession:
     keys_seq: int = 0  # seq of the latest input
     stepped_keys: frozenset | None = None  # keys of the last step; None: next step is a cut
     applied_seq: int = 0  # last input seq whose effect is in the frames being shown
+    state_seq: int = 0  # last input seq whose effect is in the world state (frames to come)
     events: deque = field(default_factory=deque)  # (seq, text) waiting for the next step
     buffered: deque = field(default_factory=deque)  # (jpeg, seq, keys) frames made, not shown
     frame_no: int = 0  # frames sent so far (the next frame's number)

@@ -363,6 +363,7 @@ class InferenceWorker:
         session.world_title = meta.get("world_title", session.world_title)
         session.frame_no = _int(meta.get("frame_no"))
         session.applied_seq = session.keys_seq = _int(meta.get("applied_seq"))
+        session.state_seq = max(session.applied_seq, _int(meta.get("state_seq")))
         session.restored = True
         session.stepped_keys = None
 
@@ -377,6 +378,7 @@ class InferenceWorker:
             "world_title": session.world_title,
             "frame_no": session.frame_no,
             "applied_seq": session.applied_seq,
+            "state_seq": session.state_seq,
         }
         return pack_snapshot(meta, self.engine.snapshot(session.world_id))
 
@@ -506,15 +508,16 @@ class InferenceWorker:
             await self._snapshot_due()
 
     async def _run_step(self, plan: StepPlan) -> None:
-        by_player, events, step_seq = {}, {}, {}
+        by_player, events, answers_to = {}, {}, set()
         for session_id in plan.stepping:
             session = self.sessions[session_id]
             by_player[session.player_id] = session
             if session.events or session.keys != session.stepped_keys:
                 session.held_frames = 0
+                answers_to.add(session_id)
             session.held_frames += plan.chunk[session.player_id]
             session.stepped_keys = session.keys
-            step_seq[session_id] = session.keys_seq
+            session.state_seq = max(session.state_seq, session.keys_seq)
             if session.events:
                 events[session_id] = list(session.events)
                 session.events.clear()
@@ -522,10 +525,10 @@ class InferenceWorker:
         answers, frames, failed = await loop.run_in_executor(
             self._engine_thread, self._step_and_encode, plan, by_player, events
         )
-        for session_id, seq, status, reason in answers:
-            if status == "applied":
-                step_seq[session_id] = max(step_seq.get(session_id, 0), seq)
-            await self._event(session_id, seq, status, reason)
+        for session_id, seq, status, _ in answers:
+            if status == "applied" and session_id in self.sessions:
+                session = self.sessions[session_id]
+                session.state_seq = max(session.state_seq, seq)
         sends = []
         now = loop.time()
         for player_id, jpegs in frames.items():
@@ -534,17 +537,22 @@ class InferenceWorker:
                 continue  # ended or moved while it stepped
             # An answer to new keys goes out now; so does a refill the pacer already missed.
             overdue = not session.buffered and now >= session.due - 0.25 / self.fps
-            answer = session.session_id in plan.cut or overdue
+            answer = session.session_id in answers_to or overdue
             if session.session_id in plan.cut:
                 # The frames made for the old keys give way: the answer is the next frame.
                 session.frames_discarded += len(session.buffered)
                 session.buffered.clear()
-            seq = step_seq[session.session_id]
+            # Everything applied to the world so far shows in these frames.
+            seq = session.state_seq
             keys = plan.keys[player_id]
             session.buffered.extend((jpeg, seq, keys) for jpeg in jpegs)
             if answer and session.status is SessionStatus.LIVE:
                 session.due = now + 1.0 / self.fps
                 sends.append(self._send_frame(session))
+        # Buffers first, then the awaits: the pacer never shows a frame from before an answer
+        # after the answer's event message.
+        for session_id, seq, status, reason in answers:
+            await self._event(session_id, seq, status, reason)
         await self._gather_sends(sends)
         for session_id in failed:
             if session_id in self.sessions:

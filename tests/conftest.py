@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests.worlds.factories import make_user, make_world
+
 CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 S3_PORT = 8333
 S3_ACCESS_KEY = "parallax-test"
@@ -67,11 +69,20 @@ def s3_server():
     if not _port_open(S3_PORT):
         proc = subprocess.Popen(
             [
-                weed, f"-logdir={workdir}/logs", "mini", f"-dir={workdir}/data",
-                "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false",
-                f"-s3.config={workdir}/s3.json", "-webdav=false", "-admin.ui=false",
-                "-s3.port.iceberg=0", "-s3.port.lance=0",
-                f"-filer.localSocket={workdir}/filer.sock", f"-s3.localSocket={workdir}/s3.sock",
+                weed,
+                f"-logdir={workdir}/logs",
+                "mini",
+                f"-dir={workdir}/data",
+                "-ip=127.0.0.1",
+                "-ip.bind=127.0.0.1",
+                "-master.telemetry=false",
+                f"-s3.config={workdir}/s3.json",
+                "-webdav=false",
+                "-admin.ui=false",
+                "-s3.port.iceberg=0",
+                "-s3.port.lance=0",
+                f"-filer.localSocket={workdir}/filer.sock",
+                f"-s3.localSocket={workdir}/s3.sock",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -170,3 +181,38 @@ def _database_is_the_real_one():
     """In CI the catalog runs on PostgreSQL, never a silent SQLite fallback."""
     if CI and not settings.USING_POSTGRES:
         pytest.exit("CI=true but DATABASE_URL is not PostgreSQL", returncode=3)
+
+
+# --- The base cast: an owner with a published world and a draft, and an outsider. ---------
+
+
+@pytest.fixture
+def owner(db):
+    return make_user("owner")
+
+
+@pytest.fixture
+def outsider(db):
+    return make_user("outsider")
+
+
+@pytest.fixture
+def world(owner):
+    return make_world(owner, title="Snowy Pines", slug="snowy-pines")
+
+
+@pytest.fixture
+def draft(owner):
+    return make_world(owner, title="Secret Draft", slug="secret-draft", status="draft")
+
+
+@pytest.fixture
+def owner_client(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def outsider_client(client, outsider):
+    client.force_login(outsider)
+    return client

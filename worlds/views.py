@@ -57,18 +57,24 @@ def world_detail(request: HttpRequest, world: World) -> HttpResponse:
     return render(request, "worlds/detail.html", context)
 
 
-def _save_form(request: HttpRequest, form: WorldForm, save: Callable[[], World]):
-    """Run the services of one form submit, all or nothing; map a ValidationError onto the form.
+def _world_form_page(
+    request: HttpRequest, form: WorldForm, save: Callable[[WorldForm], World], context: dict
+) -> HttpResponse:
+    """Create, edit and remix share one submit: save through a service, then publish as asked.
 
-    Returns the world, or None when the form has errors (nothing saved: a resubmit would
+    All or nothing: a ValidationError lands on the form and nothing is saved (a resubmit would
     otherwise create a second copy of a world whose publish step failed).
     """
-    try:
-        with transaction.atomic():
-            return save()
-    except ValidationError as exc:
-        form.add_error(None, exc)
-        return None
+    if request.method == "POST" and form.is_valid():
+        try:
+            with transaction.atomic():
+                world = _publish_as_asked(save(form), request.user, form.cleaned_data["visibility"])
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            _announce(request, world)
+            return redirect(world)
+    return render_form(request, "worlds/form.html", {"form": form, **context})
 
 
 def _publish_as_asked(world: World, user, visibility: str) -> World:
@@ -93,22 +99,14 @@ def _announce(request: HttpRequest, world: World) -> None:
 @login_required
 def world_create(request: HttpRequest) -> HttpResponse:
     form = WorldForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        world = _save_form(
-            request,
-            form,
-            lambda: _publish_as_asked(
-                services.world_create(
-                    creator=request.user, fields=form.spec(), cover=form.cleaned_data["cover"]
-                ),
-                request.user,
-                form.cleaned_data["visibility"],
-            ),
-        )
-        if world is not None:
-            _announce(request, world)
-            return redirect(world)
-    return render_form(request, "worlds/form.html", {"form": form, "mode": "create"})
+    return _world_form_page(
+        request,
+        form,
+        lambda f: services.world_create(
+            creator=request.user, fields=f.spec(), cover=f.cleaned_data["cover"]
+        ),
+        {"mode": "create"},
+    )
 
 
 @login_required
@@ -118,25 +116,14 @@ def world_edit(request: HttpRequest, world: World) -> HttpResponse:
     form = WorldForm(
         request.POST or None, request.FILES or None, initial=WorldForm.initial_from(world)
     )
-    if request.method == "POST" and form.is_valid():
-        saved = _save_form(
-            request,
-            form,
-            lambda: _publish_as_asked(
-                services.world_update(
-                    world=world,
-                    by=request.user,
-                    fields=form.spec(),
-                    cover=form.cleaned_data["cover"],
-                ),
-                request.user,
-                form.cleaned_data["visibility"],
-            ),
-        )
-        if saved is not None:
-            _announce(request, saved)
-            return redirect(saved)
-    return render_form(request, "worlds/form.html", {"form": form, "mode": "edit", "world": world})
+    return _world_form_page(
+        request,
+        form,
+        lambda f: services.world_update(
+            world=world, by=request.user, fields=f.spec(), cover=f.cleaned_data["cover"]
+        ),
+        {"mode": "edit", "world": world},
+    )
 
 
 @login_required
@@ -147,26 +134,13 @@ def world_remix(request: HttpRequest, world: World) -> HttpResponse:
         "seed": None,
     }
     form = WorldForm(request.POST or None, request.FILES or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        remix = _save_form(
-            request,
-            form,
-            lambda: _publish_as_asked(
-                services.world_remix(
-                    world=world,
-                    by=request.user,
-                    fields=form.spec(),
-                    cover=form.cleaned_data["cover"],
-                ),
-                request.user,
-                form.cleaned_data["visibility"],
-            ),
-        )
-        if remix is not None:
-            _announce(request, remix)
-            return redirect(remix)
-    return render_form(
-        request, "worlds/form.html", {"form": form, "mode": "remix", "source": world}
+    return _world_form_page(
+        request,
+        form,
+        lambda f: services.world_remix(
+            world=world, by=request.user, fields=f.spec(), cover=f.cleaned_data["cover"]
+        ),
+        {"mode": "remix", "source": world},
     )
 
 

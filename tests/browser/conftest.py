@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,18 +53,27 @@ def database_url() -> str:
 
 
 def start_daphne(env: dict, port: int) -> subprocess.Popen:
-    return subprocess.Popen(
+    # The log goes to a file, not a pipe: an unread pipe fills up and stalls a chatty server.
+    log = tempfile.NamedTemporaryFile(prefix="daphne-", suffix=".log", delete=False)  # noqa: SIM115
+    proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
          "gallery.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
+    proc.log_path = log.name
+    log.close()
+    return proc
+
+
+def _read_log(proc: subprocess.Popen) -> str:
+    return Path(proc.log_path).read_text(errors="replace")
 
 
 def wait_until_up(proc: subprocess.Popen, url: str, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            out = _read_log(proc)
             raise RuntimeError(f"Daphne exited with {proc.returncode}:\n{out[-3000:]}")
         try:
             httpx.get(url, timeout=2)
@@ -76,11 +86,13 @@ def wait_until_up(proc: subprocess.Popen, url: str, timeout: float = 90) -> None
 def stop(proc: subprocess.Popen) -> str:
     proc.terminate()
     try:
-        out, _ = proc.communicate(timeout=15)
+        proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, _ = proc.communicate()
-    return (out or b"").decode(errors="replace")
+        proc.wait()
+    out = _read_log(proc)
+    Path(proc.log_path).unlink(missing_ok=True)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +131,9 @@ def live_url(django_db_setup, django_db_blocker, daphne_env, tmp_path_factory):
             print(log[-5000:])
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop on this thread while the browser lives,
+# and asyncio tests in later modules could not start theirs.
+@pytest.fixture(scope="module")
 def chromium():
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
         _missing("Chromium is not installed (apt-get install chromium)")

@@ -243,20 +243,3 @@ async def test_a_restored_session_marks_its_first_frame(worker, layer, placement
         ((header, _),) = await listener.frames(1)
     assert header[1] & FLAG_RESTORED
     assert header[2] == unpack_snapshot(snapshot)[0]["frame_no"]
-
-
-async def test_the_same_worker_serves_the_embedded_default_in_memory(engine):
-    from channels.layers import InMemoryChannelLayer
-
-    from inference.placement import InMemoryPlacement
-
-    layer, placement = InMemoryChannelLayer(), InMemoryPlacement()
-    session_id = str(uuid.uuid4())
-    async with running_worker(layer=layer, placement=placement, engine=engine) as worker:
-        assert placement.reserve_slot(session_id) == worker.name
-        async with GroupListener(layer, session_id) as listener:
-            await send(layer, worker, attach_message(session_id))
-            frames = await listener.frames(5)
-        assert placement.load_snapshot(session_id) is not None
-    assert [h[2] for h, _ in frames] == list(range(frames[0][0][2], frames[0][0][2] + 5))
-    assert placement.live_workers() == []  # it deregistered on stop
