@@ -25,6 +25,8 @@ install: $(BIN)/.installed
 run: install
 	DEBUG=true $(PY) manage.py migrate --noinput
 	DEBUG=true $(PY) manage.py load_demo
+	# Covers rendered by the world model for worlds without one (a no-op once done).
+	DEBUG=true $(PY) manage.py render_covers
 	DEBUG=true $(BIN)/daphne -b $(HOST) -p $(PORT) gallery.asgi:application
 
 test: install

