@@ -1,6 +1,6 @@
 """Worker registry, session placement, the FIFO queue and the snapshot store.
 
-Two implementations of one interface (play-contract.md): ``RedisPlacement`` shares the state
+Two implementations of one interface (sessions/README.md): ``RedisPlacement`` shares the state
 between web processes and worker processes; every read-modify-write runs as one Lua script, so
 two web processes placing at once can never overfill a worker. ``InMemoryPlacement`` is the
 embedded default (one process), guarded by a lock.

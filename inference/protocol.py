@@ -1,4 +1,6 @@
-"""Protocol v1 pieces shared by the worker and the web side (DESIGN.md, play-contract.md).
+"""Protocol v1 pieces shared by the worker and the web side.
+
+DESIGN.md defines the protocol; sessions/README.md lists the channel-layer messages.
 
 A binary frame is a 12-byte header followed by one JPEG image:
 ``b"PX"`` + version ``u8`` + flags ``u8`` + frame number ``u32`` BE + last applied input seq

@@ -1,4 +1,4 @@
-"""The web side's handle on placement (C1's `inference/placement.py`) and the embedded worker.
+"""The web side's handle on placement (`inference/placement.py`) and the embedded worker.
 
 Redis when `REDIS_URL` is set (every web process and worker shares one registry and queue);
 otherwise one process-wide in-memory placement that the in-process worker shares.

@@ -34,10 +34,6 @@ class SessionLimitReached(Exception):
     """The player (or their browser, or their IP) already runs as many sessions as allowed."""
 
 
-def _limit(name: str, default: int) -> int:
-    return int(getattr(settings, name, default))
-
-
 def _lock_players(*keys: str) -> None:
     """Serialise session creation per player key: two tabs posting at once would both pass the
     count below and exceed the limit. PostgreSQL advisory locks last until the transaction ends;
@@ -52,13 +48,13 @@ def _lock_players(*keys: str) -> None:
 def _check_limits(*, user: User | None, session_key: str, client_ip: str | None) -> None:
     active = PlaySession.objects.filter(status__in=ACTIVE_STATUSES)
     if user is not None:
-        if active.filter(player=user).count() >= _limit("SESSION_MAX_PER_USER", 2):
+        if active.filter(player=user).count() >= settings.SESSION_MAX_PER_USER:
             raise SessionLimitReached("You already have the most sessions running at once.")
         return
-    if active.filter(anon_key=session_key).count() >= _limit("SESSION_MAX_ANON_PER_BROWSER", 1):
+    if active.filter(anon_key=session_key).count() >= settings.SESSION_MAX_ANON_PER_BROWSER:
         raise SessionLimitReached("This browser already has a session running. Sign in for more.")
-    if client_ip and active.filter(player=None, client_ip=client_ip).count() >= _limit(
-        "SESSION_MAX_ANON_PER_IP", 3
+    if client_ip and active.filter(player=None, client_ip=client_ip).count() >= (
+        settings.SESSION_MAX_ANON_PER_IP
     ):
         raise SessionLimitReached("Too many anonymous sessions from your network. Sign in to play.")
 

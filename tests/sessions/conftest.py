@@ -1,5 +1,5 @@
 """Fixtures of the web-side play tests (defined in play_fixtures.py), visible to every module
-here; C1's worker tests use their own helpers in worker_support.py."""
+here; the worker tests use their own helpers in worker_support.py."""
 
 from tests.sessions.play_fixtures import (  # noqa: F401
     clean_placement,

@@ -1,4 +1,4 @@
-"""Shared pieces of the worker, failover and stack tests (C1): a group listener, a running
+"""Shared pieces of the worker, failover and stack tests: a group listener, a running
 in-process worker, and engines loaded once per test module."""
 
 import asyncio

@@ -160,7 +160,7 @@ def text_target_id(*, text: str, field: str, world: World | None, session_id=Non
 def _rate_limit(user: User) -> None:
     """At most MODERATION_REPORTS_PER_HOUR reports per user in a fixed window (shared cache,
     so every web process counts together)."""
-    limit = int(getattr(settings, "MODERATION_REPORTS_PER_HOUR", 20))
+    limit = settings.MODERATION_REPORTS_PER_HOUR
     key = f"moderation:reports:{user.pk}"
     cache.add(key, 0, timeout=REPORT_RATE_WINDOW_S)
     try:
@@ -576,7 +576,7 @@ def prompt_record(*, session_id, text: str, status: str) -> None:
     key = prompt_cache_key(session_id)
     recent = cache.get(key) or []
     recent.insert(0, {"text": text[:300], "status": status, "at": timezone.now().isoformat()})
-    timeout = int(getattr(settings, "SESSION_MAX_SECONDS", 1800)) + 3600
+    timeout = settings.SESSION_MAX_SECONDS + 3600
     cache.set(key, recent[:RECENT_PROMPTS], timeout=timeout)
 
 
