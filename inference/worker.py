@@ -139,6 +139,8 @@ class InferenceWorker:
             # With the pub/sub layer the inbox subscribes on its first receive; anything sent
             # before that is lost, so placement learns of us only once we hear ourselves.
             await self._wait_listening()
+            if self._stopping.is_set():  # stopped while starting up: never register
+                return
             await asyncio.to_thread(
                 self.placement.register_worker,
                 self.name,
@@ -208,7 +210,7 @@ class InferenceWorker:
 
     async def _wait_listening(self) -> None:
         self._probe = uuid.uuid4().hex
-        while not self._probe_seen.is_set():
+        while not self._probe_seen.is_set() and not self._stopping.is_set():
             await self.layer.send(self.inbox, {"type": "worker.probe", "nonce": self._probe})
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._probe_seen.wait(), 0.2)
@@ -362,7 +364,9 @@ class InferenceWorker:
         session.seed = _int(meta.get("seed"))
         session.world_title = meta.get("world_title", session.world_title)
         session.frame_no = _int(meta.get("frame_no"))
-        session.applied_seq = session.keys_seq = _int(meta.get("applied_seq"))
+        session.applied_seq = _int(meta.get("applied_seq"))
+        # Keys that arrived while the world was restoring are newer than the snapshot: keep them.
+        session.keys_seq = max(session.keys_seq, session.applied_seq)
         session.state_seq = max(session.applied_seq, _int(meta.get("state_seq")))
         session.restored = True
         session.stepped_keys = None

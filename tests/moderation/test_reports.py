@@ -209,3 +209,25 @@ def test_the_queue_page_shows_each_target_in_context(mod_client, reporter, creat
     assert str(session.pk) in html and "the player keeps typing gore" in html
     assert world.cover_url in html
     assert "creator" in html
+
+
+def test_profiles_offer_a_report_link_that_reports_the_user(client, reporter, creator):
+    client.force_login(reporter)
+    html = client.get(f"/u/{creator.username}/").content.decode()
+    link = f"/report/?target_type=user&amp;target_id={creator.username}"
+    assert link in html
+    client.post(
+        "/report/", {"target_type": "user", "target_id": creator.username, "reason": "hate"}
+    )
+    assert Report.objects.get(reporter=reporter).target_user == creator
+    client.force_login(creator)  # nobody is offered a report on themselves
+    assert "target_type=user" not in client.get(f"/u/{creator.username}/").content.decode()
+
+
+def test_the_watch_page_offers_a_report_link_for_the_session(client, reporter, creator, world):
+    from tests.moderation.factories import make_session
+
+    session = make_session(world=world, player=creator)
+    client.force_login(reporter)
+    html = client.get(f"/watch/{session.pk}/").content.decode()
+    assert f"/report/?target_type=session&amp;target_id={session.pk}" in html

@@ -62,13 +62,16 @@ def placement(redis_url):
 
 
 async def _wait_for_snapshot(placement, session_id, *, seq: int, after_frame: int) -> None:
-    while True:
-        data = placement.load_snapshot(session_id)
-        if data is not None:
-            meta, _ = unpack_snapshot(data)
-            if meta["applied_seq"] >= seq and meta["frame_no"] > after_frame:
-                return
-        await asyncio.sleep(0.1)
+    async def poll():
+        while True:
+            data = placement.load_snapshot(session_id)
+            if data is not None:
+                meta, _ = unpack_snapshot(data)
+                if meta["applied_seq"] >= seq and meta["frame_no"] > after_frame:
+                    return
+            await asyncio.sleep(0.1)
+
+    await asyncio.wait_for(poll(), WAIT_S)
 
 
 async def _first_restored_frame(listener, new_worker: str):
@@ -79,10 +82,15 @@ async def _first_restored_frame(listener, new_worker: str):
             and m.get("worker") == new_worker
         )
     )
-    while True:
-        ((header, jpeg),) = await listener.frames(1)
-        if header[1] & FLAG_RESTORED:
-            return resuming, header, jpeg
+
+    async def restored():
+        while True:
+            ((header, jpeg),) = await listener.frames(1)
+            if header[1] & FLAG_RESTORED:
+                return header, jpeg
+
+    header, jpeg = await asyncio.wait_for(restored(), WAIT_S)
+    return resuming, header, jpeg
 
 
 async def test_a_crashed_workers_session_resumes_elsewhere_with_the_same_world(

@@ -95,9 +95,12 @@ async def running_worker(*, layer, placement, engine, name=None, **options):
         await asyncio.wait_for(worker.ready.wait(), WAIT_S)
         yield worker
     finally:
-        if not task.done():
-            await worker.stop(handover=False)
-        await asyncio.gather(task, return_exceptions=True)
+        try:
+            if not task.done():
+                await asyncio.wait_for(worker.stop(handover=False), WAIT_S)
+        finally:
+            task.cancel()  # a stop that hangs fails this test instead of stalling the suite
+            await asyncio.gather(task, return_exceptions=True)
 
 
 async def send(layer, worker: InferenceWorker | str, message: dict) -> None:
