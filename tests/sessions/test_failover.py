@@ -20,7 +20,7 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 
 from inference.engine import WorldEngine
 from inference.placement import RedisPlacement
-from inference.protocol import FLAG_RESTORED
+from inference.protocol import FLAG_RESTORED, decode_header, frame_jpeg
 from inference.worker import unpack_snapshot
 from tests.sessions.worker_support import (
     WAIT_S,
@@ -75,22 +75,23 @@ async def _wait_for_snapshot(placement, session_id, *, seq: int, after_frame: in
 
 
 async def _first_restored_frame(listener, new_worker: str):
-    resuming = await listener.next(
-        lambda m: (
-            m["type"] == "session.status"
-            and m["state"] == "resuming"
-            and m.get("worker") == new_worker
-        )
-    )
+    """The new worker's `resuming` and its first restored frame, in whichever order they come."""
+    found: dict = {}
 
-    async def restored():
-        while True:
-            ((header, jpeg),) = await listener.frames(1)
-            if header[1] & FLAG_RESTORED:
-                return header, jpeg
+    async def scan():
+        while len(found) < 2:
+            message = await listener.next()
+            if message["type"] == "session.status":
+                if message["state"] == "resuming" and message.get("worker") == new_worker:
+                    found.setdefault("resuming", message)
+            elif message["type"] == "session.frame" and "frame" not in found:
+                header = decode_header(message["data"])
+                if header[1] & FLAG_RESTORED:
+                    found["frame"] = (header, frame_jpeg(message["data"]))
 
-    header, jpeg = await asyncio.wait_for(restored(), WAIT_S)
-    return resuming, header, jpeg
+    await asyncio.wait_for(scan(), WAIT_S)
+    header, jpeg = found["frame"]
+    return found["resuming"], header, jpeg
 
 
 async def test_a_crashed_workers_session_resumes_elsewhere_with_the_same_world(
