@@ -221,6 +221,8 @@ SESSION_RECONNECT_GRACE_SECONDS = envint("SESSION_RECONNECT_GRACE_SECONDS", 30)
 SESSION_MAX_PER_USER = envint("SESSION_MAX_PER_USER", 2)
 SESSION_MAX_ANON_PER_BROWSER = envint("SESSION_MAX_ANON_PER_BROWSER", 1)
 SESSION_MAX_ANON_PER_IP = envint("SESSION_MAX_ANON_PER_IP", 3)
+# Proxies in front of the ASGI server that append to X-Forwarded-For (gallery/client_ip.py).
+TRUSTED_PROXY_COUNT = envint("TRUSTED_PROXY_COUNT", 0)
 
 # --- Moderation -----------------------------------------------------------------------------
 MODERATION_REPORTS_PER_HOUR = envint("MODERATION_REPORTS_PER_HOUR", 20)

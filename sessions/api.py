@@ -8,6 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gallery.client_ip import client_ip
 from sessions import selectors, services
 from sessions.models import EndReason, PlaySession
 from sessions.serializers import SessionCreateInput, SessionOutput
@@ -54,7 +55,7 @@ def session_create(request: Request) -> Response:
             world_slug=data.validated_data["world"],
             user=user,
             session_key=session_key,
-            client_ip=request.META.get("REMOTE_ADDR"),
+            client_ip=client_ip(request),
             is_public=data.validated_data["public"],
         )
     except World.DoesNotExist:

@@ -124,3 +124,25 @@ def test_the_schema_documents_the_session_endpoints(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").content.decode()
     assert "/api/sessions/" in schema
     assert "/api/sessions/{session_id}/" in schema
+
+
+def test_behind_a_proxy_anonymous_players_are_limited_per_forwarded_address(settings, worker_slots):
+    settings.TRUSTED_PROXY_COUNT = 1
+    settings.SESSION_MAX_ANON_PER_IP = 1
+    worker_slots.add(capacity=4)
+
+    def start(forwarded):  # a new browser each time: only the address links them
+        return APIClient().post(
+            "/api/sessions/",
+            {"world": make_world().slug},
+            format="json",
+            HTTP_X_FORWARDED_FOR=forwarded,
+        )
+
+    assert start("203.0.113.7").status_code == 201
+    assert start("9.9.9.9, 203.0.113.7").status_code == 429  # a forged first hop changes nothing
+    assert start("198.51.100.4").status_code == 201
+    assert set(PlaySession.objects.values_list("client_ip", flat=True)) == {
+        "203.0.113.7",
+        "198.51.100.4",
+    }
