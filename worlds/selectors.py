@@ -66,16 +66,23 @@ def world_search(
     return qs.order_by("-rank", *SORTS[DEFAULT_SORT], "-id")
 
 
-def _postgres_search(qs: QuerySet[World], query: str) -> QuerySet[World]:
-    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+def search_vector():
+    """The weighted search document; migration 0003 indexes exactly this expression (GIN)."""
+    from django.contrib.postgres.search import SearchVector
 
-    vector = (
+    return (
         SearchVector("title", weight="A", config="english")
         + SearchVector("character_name", weight="A", config="english")
         + SearchVector("description", weight="B", config="english")
         + SearchVector("prompt", weight="C", config="english")
         + SearchVector("story_opening", "character_persona", weight="D", config="english")
     )
+
+
+def _postgres_search(qs: QuerySet[World], query: str) -> QuerySet[World]:
+    from django.contrib.postgres.search import SearchQuery, SearchRank
+
+    vector = search_vector()
     search = SearchQuery(query, search_type="websearch", config="english")
     # Match with @@ (honours "-word" and quotes), then rank: ts_rank alone scores partial hits.
     return qs.annotate(document=vector, rank=SearchRank(vector, search)).filter(document=search)

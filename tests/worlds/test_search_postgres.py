@@ -5,6 +5,7 @@ from django.conf import settings
 
 from tests.worlds.factories import make_world
 from worlds import selectors
+from worlds.models import World
 
 pytestmark = pytest.mark.skipif(
     not settings.USING_POSTGRES, reason="PostgreSQL full-text search (the suite runs it in CI)"
@@ -34,3 +35,28 @@ def test_it_understands_websearch_syntax(owner):
 def test_it_ignores_punctuation_that_would_break_a_raw_tsquery(owner):
     make_world(owner, title="Pirate Cove")
     assert [w.title for w in selectors.world_search(query="pirate & | ! ( :*")] == ["Pirate Cove"]
+
+
+def test_search_uses_the_gin_index_on_the_search_document(owner):
+    from django.db import connection
+
+    worlds = [make_world(owner, title="Pirate Cove")]
+    worlds += [make_world(owner, title=f"Meadow {i}", prompt="grass and ponds") for i in range(3)]
+    World.objects.bulk_create(  # enough rows that a scan of every document costs more
+        World(
+            slug=f"filler-{i}",
+            title=f"Quiet valley {i}",
+            description="rolling hills",
+            category=worlds[1 + i % 3].category,
+            prompt="green hills",
+            creator=owner,
+            status=worlds[0].status,
+            published_at=worlds[0].published_at,
+        )
+        for i in range(3000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE worlds_world")
+    qs = selectors.world_search(query="pirate")
+    assert [w.title for w in qs] == ["Pirate Cove"]
+    assert "world_search_gin" in qs.explain()
