@@ -37,14 +37,20 @@ class Result:
     seconds: float
     latencies_ms: list[float]
 
-    def row(self) -> str:
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.latencies_ms) if self.latencies_ms else float("nan")
+
+    def row(self, mode: str) -> str:
         lat = sorted(self.latencies_ms) or [float("nan")]
-        p50 = statistics.median(lat)
         p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
-        rps = self.requests / self.seconds if self.seconds else 0.0
         return (
-            f"| {self.name:<14} | {self.path:<34} | {rps:>8.1f} | {p50:>8.1f} | {p99:>8.1f} "
-            f"| {self.requests:>6} | {self.errors:>6} |"
+            f"| {self.name:<14} | {mode:<7} | {self.path:<34} | {self.rps:>8.1f} "
+            f"| {self.p50:>8.1f} | {p99:>8.1f} | {self.requests:>6} | {self.errors:>6} |"
         )
 
 
@@ -150,6 +156,8 @@ def main() -> None:
         "--database-url", default="postgres://postgres@127.0.0.1:5432/bench_gallery"
     )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/11")
+    parser.add_argument("--modes", default="connect,pool", help="database modes to compare")
+    parser.add_argument("--pool-size", type=int, default=8)
     args = parser.parse_args()
 
     ensure_database(args.database_url)
@@ -165,21 +173,12 @@ def main() -> None:
         "STATIC_ROOT": str(workdir / "static"),
         "WHITENOISE_USE_FINDERS": "false",
         "MEDIA_ROOT": str(workdir / "media"),
-        # Persistent connections leak one per worker thread under ASGI: connect per request.
-        "DB_CONN_MAX_AGE": "0",
         "INFERENCE_IN_PROCESS": "false",
         "LOG_LEVEL": "WARNING",
         "PARALLAX_VAR_DIR": str(workdir / "var"),
     }
     print("preparing: migrate, collectstatic, demo content …", flush=True)
     static_path = prepare(env, args.extra_worlds)
-
-    server = subprocess.Popen(
-        [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(args.port), "--verbosity", "0",
-         "gallery.asgi:application"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{args.port}"
     endpoints = [
         ("home", "/"),
         ("category", "/c/games/"),
@@ -187,15 +186,16 @@ def main() -> None:
         ("api worlds", "/api/worlds/"),
         ("static file", static_path),
     ]
-    try:
-        wait_up(server, base + "/api/categories/")
-        results = []
-        for name, path in endpoints:
-            print(f"  {name}: {args.seconds:.0f} s at concurrency {args.concurrency}", flush=True)
-            results.append(asyncio.run(hammer(base, name, path, args.seconds, args.concurrency)))
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+    modes = {
+        # Persistent connections leak one per worker thread under ASGI: connect per request,
+        "connect": {"DB_CONN_MAX_AGE": "0", "DB_POOL_MAX_SIZE": "0"},
+        # or borrow one from the process's psycopg pool.
+        "pool": {"DB_CONN_MAX_AGE": "0", "DB_POOL_MAX_SIZE": str(args.pool_size)},
+    }
+    results: dict[str, list[Result]] = {}
+    for mode in args.modes.split(","):
+        print(f"{mode}:", flush=True)
+        results[mode] = serve_and_hammer(env | modes[mode], endpoints, args)
 
     print()
     print(
@@ -204,12 +204,43 @@ def main() -> None:
         f"{os.cpu_count()} CPUs shared with the load generator"
     )
     print(
-        f"| {'endpoint':<14} | {'path':<34} | {'req/s':>8} | {'p50 ms':>8} | {'p99 ms':>8} "
-        f"| {'ok':>6} | {'errors':>6} |"
+        f"| {'endpoint':<14} | {'db':<7} | {'path':<34} | {'req/s':>8} | {'p50 ms':>8} "
+        f"| {'p99 ms':>8} | {'ok':>6} | {'errors':>6} |"
     )
-    print(f"|{'-' * 16}|{'-' * 36}|{'-' * 9}:|{'-' * 9}:|{'-' * 9}:|{'-' * 7}:|{'-' * 7}:|")
-    for result in results:
-        print(result.row())
+    print(
+        f"|{'-' * 16}|{'-' * 9}|{'-' * 36}|{'-' * 9}:|{'-' * 9}:|{'-' * 9}:|{'-' * 7}:|{'-' * 7}:|"
+    )
+    for i in range(len(endpoints)):
+        for mode, rows in results.items():
+            print(rows[i].row(mode))
+    if {"connect", "pool"} <= results.keys():
+        print()
+        print("| endpoint       | req/s pool ÷ connect | p50 connect ÷ pool |")
+        print("|----------------|---------------------:|-------------------:|")
+        for before, after in zip(results["connect"], results["pool"], strict=True):
+            print(
+                f"| {before.name:<14} | {after.rps / before.rps:>20.2f} "
+                f"| {before.p50 / after.p50:>18.2f} |"
+            )
+
+
+def serve_and_hammer(env: dict, endpoints, args) -> list[Result]:
+    server = subprocess.Popen(
+        [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(args.port), "--verbosity", "0",
+         "gallery.asgi:application"],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{args.port}"
+    try:
+        wait_up(server, base + "/api/categories/")
+        results = []
+        for name, path in endpoints:
+            print(f"  {name}: {args.seconds:.0f} s at concurrency {args.concurrency}", flush=True)
+            results.append(asyncio.run(hammer(base, name, path, args.seconds, args.concurrency)))
+        return results
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USING_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+# A psycopg pool per process reuses connections instead of opening one per request (0: off).
+DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 0)
+if USING_POSTGRES and DB_POOL_MAX_SIZE > 0:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django refuses persistent connections with a pool
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": DB_POOL_MAX_SIZE,
+        "timeout": 10,
+    }
 
 # --- Redis: channel layer, cache, Celery ----------------------------------------------------
 REDIS_URL = envstr("REDIS_URL", "")
