@@ -218,6 +218,9 @@ COVER_MAX_SIDE = 4096
 # mode, where it would load the model inside the web request; `manage.py render_covers` backfills.
 COVER_RENDER_AUTO = envbool("COVER_RENDER_AUTO", not CELERY_TASK_ALWAYS_EAGER)
 
+# Seconds the home page's rows stay cached (any world saved invalidates them; 0: off).
+HOME_CACHE_SECONDS = envint("HOME_CACHE_SECONDS", 10)
+
 # --- Live play ------------------------------------------------------------------------------
 # Embedded default: the web process runs one in-process inference worker.
 INFERENCE_IN_PROCESS = envbool("INFERENCE_IN_PROCESS", not REDIS_URL)

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
@@ -15,6 +16,7 @@ from gallery import services as account_services
 from gallery.forms import LoginView, ProfileForm, SignUpForm, render_form
 from gallery.models import User
 from worlds import selectors
+from worlds.catalog_cache import cached_fragment
 from worlds.models import Category
 
 PER_PAGE = 24
@@ -40,8 +42,12 @@ def _sort(request: HttpRequest, default: str = selectors.DEFAULT_SORT) -> str:
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    rows = selectors.home_rows(viewer=request.user)
-    return render(request, "gallery/home.html", {"rows": rows})
+    # The rows are the same for every visitor: rendered once per catalog change and timeout.
+    rows_html = cached_fragment(
+        "home-rows",
+        lambda: render_to_string("gallery/_home_rows.html", {"rows": selectors.home_rows()}),
+    )
+    return render(request, "gallery/home.html", {"rows_html": rows_html})
 
 
 @require_GET

@@ -232,3 +232,11 @@ def _close_stray_connections(django_db_setup, django_db_blocker):
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_catalog_cache():
+    # Each test's catalog starts empty: fragments cached by an earlier test must not show.
+    from worlds.catalog_cache import catalog_changed
+
+    catalog_changed()

@@ -95,3 +95,22 @@ def test_unknown_pages_get_the_site_404_page(client, db, settings):
     response = client.get("/w/no-such-world/")
     assert response.status_code == 404
     assert "There is no world here" in response.content.decode()
+
+
+def test_home_rows_come_from_the_cache_until_a_world_changes(client, owner, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.HOME_CACHE_SECONDS = 60
+    world = make_world(owner, title="Cached Canyon")
+    assert "Cached Canyon" in client.get("/").content.decode()
+    with CaptureQueriesContext(connection) as queries:
+        again = client.get("/").content.decode()
+    assert "Cached Canyon" in again
+    assert not [q for q in queries.captured_queries if "worlds_world" in q["sql"]]
+
+    world.status = WorldStatus.REMOVED  # a moderator's removal shows at once, cache or not
+    world.save()
+    make_world(owner, title="Fresh Fjord")
+    html = client.get("/").content.decode()
+    assert "Cached Canyon" not in html and "Fresh Fjord" in html
