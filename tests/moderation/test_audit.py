@@ -133,3 +133,29 @@ def test_the_trail_survives_the_deletion_of_the_moderators_account(world, modera
     moderator.delete()
     entry = AuditEntry.objects.get()
     assert (entry.actor, entry.actor_name, entry.action) == (None, "mod", "unlist")
+
+
+@pytest.mark.skipif(
+    not __import__("django.conf").conf.settings.USING_POSTGRES,
+    reason="the database trigger is PostgreSQL's (CI runs it)",
+)
+def test_the_database_itself_refuses_to_change_or_delete_an_audit_entry(world, moderator):
+    from django.db import DatabaseError, connection, transaction
+
+    services.action_take(
+        moderator=moderator, kind="unlist", target_type="world", target_id=world.slug,
+        reason="spam",
+    )  # fmt: skip
+    entry = AuditEntry.objects.get()
+    # The models already refuse; these go round them, as a shell or another client could.
+    for sql in (
+        "UPDATE moderation_auditentry SET reason = 'nothing happened'",
+        "DELETE FROM moderation_auditentry",
+    ):
+        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+            connection.cursor().execute(sql)
+    assert AuditEntry.objects.get().reason == "spam"
+
+    moderator.delete()  # an account may go; its trail stays, with the name it had
+    entry.refresh_from_db()
+    assert (entry.actor, entry.actor_name, entry.reason) == (None, "mod", "spam")
