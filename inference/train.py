@@ -331,12 +331,27 @@ def export(model, classifier, cfg, mcfg, history, steps) -> None:
     save_classifier(classifier.cpu().eval(), out / "classifier.safetensors")
     (out / "config.json").write_text(
         json.dumps(
-            {"model": asdict(mcfg), "train": asdict(cfg), "steps_done": steps, "history": history},
+            {
+                "model": asdict(mcfg),
+                "train": _portable(asdict(cfg)),
+                "steps_done": steps,
+                "history": history,
+            },
             indent=2,
         )
         + "\n"
     )
     print(f"exported weights to {out}")
+
+
+def _portable(train_config: dict) -> dict:
+    """Paths inside the repository are recorded relative to it: the file ships with the repo."""
+    out = dict(train_config)
+    for key in ("out", "checkpoint"):
+        path = Path(out[key]).resolve()
+        if path.is_relative_to(ROOT):
+            out[key] = str(path.relative_to(ROOT))
+    return out
 
 
 def polish_renderer(cfg: TrainConfig, steps: int) -> None:

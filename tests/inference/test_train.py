@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -56,3 +58,17 @@ def test_training_resumes_from_its_checkpoint_and_exports_weights(tmp_path):
     assert torch.load(cfg.checkpoint, weights_only=False)["step"] == 3
     model = WorldModel.from_file(tmp_path / "weights" / "world_model.safetensors")
     assert model.cfg == mcfg
+
+
+def test_exported_config_records_repository_paths_relative_to_it(tmp_path):
+    import json
+
+    inside = training.TrainConfig(out=str(training.ROOT / "inference" / "weights"))
+    recorded = training._portable(training.asdict(inside))
+    assert recorded["out"] == "inference/weights"
+    assert recorded["checkpoint"] == "var/checkpoints/world_model.pt"
+    outside = training._portable(training.asdict(training.TrainConfig(out=str(tmp_path))))
+    assert outside["out"] == str(tmp_path)  # elsewhere the full path is the useful one
+    shipped = json.loads((training.ROOT / "inference" / "weights" / "config.json").read_text())
+    assert not Path(shipped["train"]["out"]).is_absolute()
+    assert not Path(shipped["train"]["checkpoint"]).is_absolute()
