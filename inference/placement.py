@@ -33,7 +33,7 @@ class Placement(Protocol):
     def release_slot(self, session_id: str) -> None: ...
     def worker_of(self, session_id: str) -> str | None: ...
     def sessions_of(self, name: str) -> set[str]: ...
-    def enqueue(self, session_id: str) -> None: ...
+    def enqueue(self, session_id: str, *, front: bool = False) -> None: ...
     def dequeue_next(self) -> str | None: ...
     def queue_position(self, session_id: str) -> int | None: ...
     def remove_from_queue(self, session_id: str) -> None: ...
@@ -151,7 +151,11 @@ _LUA_ENQUEUE = (
     _LUA_COMMON
     + """
 if redis.call('LPOS', p .. ':queue', ARGV[2]) == false then
-  redis.call('RPUSH', p .. ':queue', ARGV[2])
+  if ARGV[3] == '1' then
+    redis.call('LPUSH', p .. ':queue', ARGV[2])
+  else
+    redis.call('RPUSH', p .. ':queue', ARGV[2])
+  end
 end
 return 1
 """
@@ -298,8 +302,9 @@ class RedisPlacement:
         return _pairs(self._handover(args=[self.prefix, name, int(STALE_S * 1000)]))
 
     # FIFO queue of sessions waiting for a slot; positions are 1-based (1 = next).
-    def enqueue(self, session_id: str) -> None:
-        self._enqueue(args=[self.prefix, str(session_id)])
+    def enqueue(self, session_id: str, *, front: bool = False) -> None:
+        # front: back to the head it was just taken from (a reservation lost to a race).
+        self._enqueue(args=[self.prefix, str(session_id), "1" if front else "0"])
 
     def dequeue_next(self) -> str | None:
         return _text(self._r.lpop(self._key("queue")))
@@ -471,10 +476,13 @@ class InMemoryPlacement:
                     placed.append((sid, best))
             return placed
 
-    def enqueue(self, session_id: str) -> None:
+    def enqueue(self, session_id: str, *, front: bool = False) -> None:
         with self._lock:
             if str(session_id) not in self._queue:
-                self._queue.append(str(session_id))
+                if front:
+                    self._queue.appendleft(str(session_id))
+                else:
+                    self._queue.append(str(session_id))
 
     def dequeue_next(self) -> str | None:
         with self._lock:

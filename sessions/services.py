@@ -176,9 +176,9 @@ def queue_promote() -> list[PlaySession]:
             continue  # ended while it waited
         worker = placement.reserve_slot(head)
         if worker is None:
-            # Another web process took the last slot between the count and the reservation;
-            # rare, and it costs this session its place (the queue has no push-front).
-            placement.enqueue(head)
+            # Another web process took the last slot between the count and the reservation:
+            # the session goes back to the head of the queue, its place kept.
+            placement.enqueue(head, front=True)
             break
         session = _mark_started(session=session, worker=worker)
         _group_send(session.id, {"type": "session.placed", "worker": worker})

@@ -108,6 +108,10 @@ def test_the_queue_is_first_in_first_out_with_positions(placement):
     assert placement.queue_position("q3") == 2
     assert placement.queue_position("q2") is None
     assert placement.dequeue_next() == "q1"
+    placement.enqueue("q1", front=True)  # a lost reservation puts it back where it was
+    placement.enqueue("q3", front=True)  # already queued: it keeps its place
+    assert [placement.queue_position(s) for s in ("q1", "q3")] == [1, 2]
+    assert placement.dequeue_next() == "q1"
     assert placement.dequeue_next() == "q3"
     assert placement.dequeue_next() is None
 

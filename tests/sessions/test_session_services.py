@@ -56,6 +56,25 @@ def test_ending_a_session_starts_the_first_queued_one(world, worker_slots):
     assert services.session_queue_position(session=third) == 1
 
 
+def test_a_promotion_that_loses_its_slot_to_a_race_keeps_the_queue_head(
+    world, worker_slots, monkeypatch
+):
+    worker_slots.add(capacity=1)
+    first, _ = _create(world, make_user())
+    second, _ = _create(world, make_user())
+    third, _ = _create(world, make_user())
+    placement = services.get_placement()
+    real_reserve = placement.reserve_slot
+    monkeypatch.setattr(placement, "reserve_slot", lambda sid: None)  # another process won
+    services.session_end(session=first, reason=EndReason.PLAYER)
+    second.refresh_from_db()
+    assert second.status == SessionStatus.QUEUED
+    assert services.session_queue_position(session=second) == 1
+    assert services.session_queue_position(session=third) == 2
+    monkeypatch.setattr(placement, "reserve_slot", real_reserve)
+    assert [s.pk for s in services.queue_promote()] == [second.pk]
+
+
 def test_it_returns_the_running_session_when_the_player_comes_back(world, player, worker_slots):
     worker_slots.add(capacity=4)
     first, created_first = _create(world, player)
