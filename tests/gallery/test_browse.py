@@ -94,7 +94,7 @@ def test_unknown_pages_get_the_site_404_page(client, db, settings):
     settings.DEBUG = False
     response = client.get("/w/no-such-world/")
     assert response.status_code == 404
-    assert "There is no world here" in response.content.decode()
+    assert "Nothing here" in response.content.decode()
 
 
 def test_home_rows_come_from_the_cache_until_a_world_changes(client, owner, settings):
