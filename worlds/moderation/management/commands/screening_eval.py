@@ -9,7 +9,7 @@ class Command(BaseCommand):
     help = "Measure text screening on tests/moderation/data/<split>.tsv (recall, precision, FP)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--split", default="eval", choices=["eval", "tune"])
+        parser.add_argument("--split", default="eval", choices=["eval", "tune", "handwritten"])
         parser.add_argument(
             "--sweep", action="store_true", help="Search thresholds on this split (use tune)."
         )
