@@ -1,7 +1,8 @@
 """Measuring the screening service on a labelled set (tests/moderation/data/*.tsv).
 
 The encoder runs once per set; thresholds are then applied to the stored scores, so a sweep over
-hundreds of threshold settings costs nothing extra. `manage.py screening_eval` is the shell.
+hundreds of threshold settings costs nothing extra. `manage.py screening_eval` is the shell;
+`manage.py screening_train` fits the semantic classifier (`train`).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def sweep(scored: list[Scored], *, max_fp: float = 0.05) -> dict[str, float]:
     """The hold threshold with the best harmful recall at most `max_fp` benign flagged; block is
     then the lowest threshold that blocks at most 1% of the benign phrases."""
     best = None
-    for hold in _steps(-0.05, 0.40, 0.005):
+    for hold in _steps(0.05, 0.99, 0.005):  # thresholds on the harm probability
         rows = measure(scored, hold=hold, block=9.0)
         if false_positive_rate(rows) <= max_fp:
             best = hold
@@ -113,6 +114,36 @@ def sweep(scored: list[Scored], *, max_fp: float = 0.05) -> dict[str, float]:
             block = candidate
             break
     return {"hold": round(best, 3), "block": round(block, 3)}
+
+
+def training_rows() -> list[tuple[str, str]]:
+    """What the classifier learns from: the example sets and the tuning split, never eval."""
+    examples = [(c, p) for c, phrases in screening.load_examples().items() for p in phrases]
+    return examples + load_rows("tune")
+
+
+def train(*, hold_fp: float = 0.02, block_fp: float = 0.005, l2: float = 1e-5):
+    """Fit the semantic classifier on `training_rows()`; hold and block thresholds let through
+    at most `hold_fp` / `block_fp` of the benign training phrases in 5-fold cross-validation."""
+    import numpy as np
+
+    from worlds.moderation import classifier
+
+    rows = training_rows()
+    texts = [screening.readable(text) for _, text in rows]
+    labels = [label for label, _ in rows]
+    embeddings = screening.embed(texts)
+    harm = classifier.cross_validated_harm(embeddings, labels, l2=l2)
+    benign = harm[np.array(labels) == "benign"]
+    weights, bias = classifier.fit(embeddings, labels, l2=l2)
+    return classifier.Classifier(
+        weights,
+        bias,
+        hold=classifier.threshold_for(benign, hold_fp),
+        block=max(
+            classifier.threshold_for(benign, block_fp), classifier.threshold_for(benign, hold_fp)
+        ),
+    ), len(rows)
 
 
 def _steps(start: float, stop: float, step: float) -> list[float]:

@@ -5,10 +5,12 @@ Two layers, worst verdict wins:
 1. A maintained blocklist (`data/blocklist.txt`) matched after normalisation: case, accents,
    leetspeak ("k1ll"), spacing and punctuation tricks ("k i l l", "k.i.l.l"), repeated letters
    ("kiiiill"), and invisible characters.
-2. A semantic layer: all-MiniLM-L6-v2 embeds the text and compares it to example sets per
-   category (`data/examples.txt`), benign look-alikes included ("kill the lights", "shoot a
-   photo"). Thresholds for hold and block were tuned on a split generated separately from the
-   evaluation set in `tests/moderation/data/` (see `manage.py screening_eval`).
+2. A semantic layer: all-MiniLM-L6-v2 embeds each sentence and a softmax regression
+   (`classifier.py`, `data/classifier.npz`) gives the probability of each category and of
+   benign. It is trained on the example sets (`data/examples*.txt`, benign look-alikes such as
+   "kill the lights" included) and the tuning split, with hold and block thresholds from
+   cross-validation on that training data; `manage.py screening_eval` measures it on splits it
+   never saw.
 
 Verdicts: "allow", "hold" (a moderator decides; publishing puts the world in review) and "block"
 (refused with a message that names the category, never the matched word). Live text (in-world
@@ -61,7 +63,7 @@ class Screening:
     message: str  # user-facing: names the category, never the matched word
     field: str = ""  # which field decided the verdict (screen_fields)
     layer: str = ""  # "blocklist" | "semantic" | "": for moderators and the evaluation
-    score: float = 0.0  # the semantic similarity that decided it (0 for the blocklist)
+    score: float = 0.0  # the harm probability that decided it (0 for the blocklist)
 
     @property
     def allowed(self) -> bool:
@@ -292,20 +294,25 @@ def _entry_matches(entry: BlockEntry, norm: NormalisedText) -> bool:
     return False
 
 
-# --- Layer 2: semantic similarity to example sets ---------------------------------------------
+# --- Layer 2: a classifier on sentence embeddings -------------------------------------------
 
-# Tuned on the tuning split (tests/moderation/data/tune.tsv), never on the evaluation split.
-# A category's score is the mean cosine similarity of its _TOP_K nearest examples; what decides
-# is how far the best harmful category beats the benign look-alikes ("kill the lights").
-# `manage.py screening_eval --split tune --sweep --max-fp 0.02` chose these: 2% false positives on
-# the tuning split leaves headroom for phrasings it does not contain (the goal is 5%).
-SEMANTIC_HOLD = 0.08
-SEMANTIC_BLOCK = 0.12
-_TOP_K = 5
 _MAX_CHUNKS = 12
+CLASSIFIER_PATH = DATA_DIR / "classifier.npz"  # written by `manage.py screening_train`
 
-_examples_lock = threading.Lock()
-_examples = None
+_classifier_lock = threading.Lock()
+_classifier = None
+
+
+def classifier():
+    """The semantic layer's trained model and its thresholds, loaded once per process."""
+    global _classifier
+    if _classifier is None:
+        from worlds.moderation.classifier import Classifier
+
+        with _classifier_lock:
+            if _classifier is None:
+                _classifier = Classifier.load(CLASSIFIER_PATH)
+    return _classifier
 
 
 def text_encoder():
@@ -331,30 +338,14 @@ def load_examples() -> dict[str, list[str]]:
     return examples
 
 
-def _example_matrix():
-    """(labels, (N, 384) normalised embeddings) of every example, computed once."""
-    global _examples
-    if _examples is None:
-        with _examples_lock:
-            if _examples is None:
-                labelled = [(c, p) for c, ps in load_examples().items() for p in ps]
-                vectors = embed([p for _, p in labelled])
-                _examples = ([c for c, _ in labelled], vectors)
-    return _examples
-
-
 def embed(texts: list[str]):
     import numpy as np
 
+    from inference import text as inference_text  # one encode at a time, shared with the worker
+
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
-    return text_encoder().encode(
-        texts,
-        normalize_embeddings=True,
-        batch_size=64,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
+    return inference_text.embed(texts)
 
 
 def _chunks(text: str) -> list[str]:
@@ -366,33 +357,27 @@ def _chunks(text: str) -> list[str]:
 
 
 def semantic_scores(texts: list[str]) -> list[dict[str, float]]:
-    """Per text: the mean of the top-k similarities to each category's examples."""
-    import numpy as np
+    """Per text: the probability of each category and of "benign"."""
+    from worlds.moderation.classifier import LABELS
 
-    labels, matrix = _example_matrix()
-    label_arr = np.array(labels)
-    sims = embed(texts) @ matrix.T  # (T, N)
-    out = []
-    for row in sims:
-        scores = {}
-        for category in (*CATEGORIES, "benign"):
-            mine = np.sort(row[label_arr == category])[::-1][:_TOP_K]
-            scores[category] = float(mine.mean()) if len(mine) else 0.0
-        out.append(scores)
-    return out
+    probabilities = classifier().probabilities(embed(texts))
+    return [dict(zip(LABELS, map(float, row), strict=True)) for row in probabilities]
 
 
 def decide_semantic(
-    scores: dict[str, float], *, hold: float = SEMANTIC_HOLD, block: float = SEMANTIC_BLOCK
+    scores: dict[str, float], *, hold: float | None = None, block: float | None = None
 ) -> tuple[str, str | None, float]:
-    """-> (verdict, category, lead over the benign examples)."""
+    """-> (verdict, most likely harmful category, harm probability = 1 - P(benign))."""
+    model = classifier()
+    hold = model.hold if hold is None else hold
+    block = model.block if block is None else block
     category = max(CATEGORIES, key=lambda c: scores[c])
-    lead = scores[category] - scores["benign"]
-    if lead >= block:
-        return "block", category, lead
-    if lead >= hold:
-        return "hold", category, lead
-    return "allow", None, lead
+    harm = 1.0 - scores["benign"]
+    if harm >= block:
+        return "block", category, harm
+    if harm >= hold:
+        return "hold", category, harm
+    return "allow", None, harm
 
 
 def semantic_screen(text: str, *, field: str = "text") -> Screening:

@@ -17,7 +17,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, split: str, sweep: bool, max_fp: float, **options):
         scored = evaluation.score(evaluation.load_rows(split))
-        thresholds = {"hold": screening.SEMANTIC_HOLD, "block": screening.SEMANTIC_BLOCK}
+        model = screening.classifier()
+        thresholds = {"hold": round(model.hold, 3), "block": round(model.block, 3)}
         if sweep:
             thresholds = evaluation.sweep(scored, max_fp=max_fp)
             self.stdout.write(f"best thresholds on {split}: {thresholds}")
