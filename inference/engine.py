@@ -325,6 +325,16 @@ class WorldEngine:
 
     # ------------------------------------------------------------ helpers
 
+    def describe(self, world_id: str) -> dict:
+        """A world's live conditions by name (read-only), for text about it (`narrative`)."""
+        world = self._world(world_id)
+        return {
+            "biome": ws.BIOMES[world.biome],
+            "weather": ws.WEATHERS[world.weather],
+            "time": ws.TIMES[world.time],
+            "creatures": [ws.CREATURES[c.kind] for c in world.creatures],
+        }
+
     def _world(self, world_id: str) -> WorldState:
         try:
             return self.worlds[world_id]

@@ -52,6 +52,7 @@ class LiveSession:
     held_frames: int = 0  # frames made since the held keys last changed
     due: float = 0.0  # loop time when its next frame should go out
     live_since: float = 0.0  # loop time it went live (a fresh session is not "late")
+    narrative: object = None  # inference.narrative Story or Character; None in other worlds
 
 
 def chunk_length(

@@ -9,6 +9,9 @@ import numpy as np
 
 TEXT_DIM = 384
 _lock = threading.Lock()
+# One encode at a time: the worker's engine and narrative threads share the encoder, and a fast
+# tokenizer used from two threads at once fails ("Already borrowed").
+_encode_lock = threading.Lock()
 _encoder = None
 _cache: dict[str, np.ndarray] = {}
 _CACHE_MAX = 4096
@@ -29,12 +32,17 @@ def load_encoder(device: str = "cpu"):
 
 def embed(texts: list[str]) -> np.ndarray:
     """(N, 384) float32 unit vectors; repeated texts come from a small cache."""
-    missing = [t for t in dict.fromkeys(texts) if t not in _cache]
+    with _lock:
+        found = {t: _cache[t] for t in texts if t in _cache}
+    missing = [t for t in dict.fromkeys(texts) if t not in found]
     if missing:
-        vecs = load_encoder().encode(missing, normalize_embeddings=True, batch_size=64)
+        encoder = load_encoder()
+        with _encode_lock:
+            vecs = encoder.encode(missing, normalize_embeddings=True, batch_size=64)
+        for text, vec in zip(missing, vecs, strict=True):
+            found[text] = np.asarray(vec, dtype=np.float32)
         with _lock:
             if len(_cache) > _CACHE_MAX:
-                _cache.clear()
-            for text, vec in zip(missing, vecs, strict=True):
-                _cache[text] = np.asarray(vec, dtype=np.float32)
-    return np.stack([_cache[t] for t in texts])
+                _cache.clear()  # another thread may clear it too: answer from `found`
+            _cache.update((t, found[t]) for t in missing)
+    return np.stack([found[t] for t in texts])

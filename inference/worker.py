@@ -1,12 +1,15 @@
 """The inference worker: holds every attached session's world in memory and streams its frames.
 
 One worker = one engine on one device. It listens on its channel-layer inbox
-(``worker.<name>``) for attach/input/prompt/detach/end messages from the web side. Two loops
-serve the sessions: the producer plans (``scheduler.plan_step``) and runs one batched
+(``worker.<name>``) for attach/input/prompt/choose/say/detach/end messages from the web side.
+Two loops serve the sessions: the producer plans (``scheduler.plan_step``) and runs one batched
 ``engine.step`` after another in the engine's own thread, JPEG-encoding the frames into each
 session's buffer; the pacer ticks at the target frame rate and sends every live session its
 next buffered frame (``group_send`` to ``session.<id>``). Stepping never holds up the ticks, and
 an answer to new keys goes out the moment its step lands.
+
+Story picks and character dialogue (``inference.narrative``) are composed on a narrative thread
+and change the world through the engine thread.
 
 Around the loop: a heartbeat to placement every 0.5 s, snapshots of each session every ~2 s,
 failover (any live worker reaps dead ones and re-places their sessions, which restore from
@@ -26,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import simplejpeg
 
+from inference import narrative
 from inference.engine import KEYS, PromptError, SnapshotError, WorldEngine
 from inference.placement import HEARTBEAT_S, Placement
 from inference.protocol import FLAG_RESTORED, encode_frame, session_group, worker_channel
@@ -43,6 +47,7 @@ SNAPSHOT_FORMAT = 1
 _META_LEN = struct.Struct(">I")
 STATUS_EVERY_S = 2.0  # live sessions hear the achieved fps this often
 MAX_EVENTS_QUEUED = 8  # text events waiting per session; more are rejected, not queued
+MAX_SAYS_QUEUED = 3  # player lines waiting for the character's answer; more get an error
 
 
 class SnapshotFormatError(ValueError):
@@ -108,6 +113,10 @@ class InferenceWorker:
         self._stopping = asyncio.Event()
         self._stopped = asyncio.Event()
         self._engine_thread = ThreadPoolExecutor(1, thread_name_prefix=f"engine-{name}")
+        # Story options and replies embed text for a while: off the loop and the engine thread.
+        self._narrative_thread = ThreadPoolExecutor(1, thread_name_prefix=f"narrative-{name}")
+        self._narrating: dict[str, asyncio.Lock] = {}  # one narrative step at a time per session
+        self._says_waiting: dict[str, int] = {}
         self._joined = 0
         self._probe: str | None = None
         self._probe_seen = asyncio.Event()
@@ -160,6 +169,7 @@ class InferenceWorker:
             await asyncio.gather(*pending, return_exceptions=True)
             # Wait for a step in flight: whoever uses the engine next must be alone on it.
             await asyncio.to_thread(self._engine_thread.shutdown, wait=True, cancel_futures=True)
+            self._narrative_thread.shutdown(wait=False, cancel_futures=True)
             self._running = False
             self._stopped.set()
 
@@ -243,6 +253,10 @@ class InferenceWorker:
             self._on_input(session, message)
         elif kind == "session.prompt":
             self._on_prompt(session, message)
+        elif kind == "session.choose":
+            self._on_choose(session, message)
+        elif kind == "session.say":
+            self._on_say(session, message)
         elif kind == "session.detach":
             self._on_detach(session)
         elif kind == "session.end":
@@ -258,6 +272,7 @@ class InferenceWorker:
                 self._go_live(held)
             if held.status is SessionStatus.LIVE:
                 self._spawn(self._status(session_id, "live"))
+                self._spawn(self._narrative_live(held))  # the reconnected client needs the choices
             return
         if self._stop_requested:
             return  # shutting down: placement already sends this session elsewhere
@@ -273,7 +288,12 @@ class InferenceWorker:
             joined=self._joined,
         )
         self.sessions[session_id] = session
-        self._spawn(self._start(session, restore=bool(message.get("restore"))))
+        spec = {
+            "category": str(message.get("category") or ""),
+            "opening": str(message.get("story_opening") or ""),
+            "character": message.get("character"),
+        }
+        self._spawn(self._start(session, restore=bool(message.get("restore")), spec=spec))
 
     def _on_input(self, session: LiveSession, message: dict) -> None:
         seq = _int(message.get("seq"))
@@ -295,6 +315,33 @@ class InferenceWorker:
         session.events.append((seq, text))
         self._demand.set()
 
+    def _on_choose(self, session: LiveSession, message: dict) -> None:
+        if not isinstance(session.narrative, narrative.Story):
+            self._spawn(self._error(session.session_id, "unsupported", "No story in this world."))
+            return
+        try:
+            # Taken off the offer at once: a double click or a stale tab gets an error.
+            story, picked = narrative.story_pick(
+                session.narrative, str(message.get("choice_id")), message.get("option")
+            )
+        except narrative.ChoiceError as exc:
+            self._spawn(self._error(session.session_id, "stale_choice", str(exc)))
+            return
+        session.narrative = story
+        self._spawn(self._story_step(session, picked))
+
+    def _on_say(self, session: LiveSession, message: dict) -> None:
+        text, sid = message.get("text"), session.session_id
+        if not isinstance(session.narrative, narrative.Character):
+            self._spawn(self._error(sid, "unsupported", "No one here to talk to."))
+        elif not isinstance(text, str) or not text.strip() or len(text) > 500:
+            self._spawn(self._error(sid, "bad_text", "Say something (500 characters at most)."))
+        elif self._says_waiting.get(sid, 0) >= MAX_SAYS_QUEUED:
+            self._spawn(self._error(sid, "too_many_messages", "Wait for an answer first."))
+        else:
+            self._says_waiting[sid] = self._says_waiting.get(sid, 0) + 1
+            self._spawn(self._character_turn(session, text.strip()))
+
     def _on_detach(self, session: LiveSession) -> None:
         # Nobody steers a detached session: it waits (paused) for the player's reconnect.
         session.keys = frozenset()
@@ -304,7 +351,9 @@ class InferenceWorker:
             self._spawn(self._save_snapshot(session))
 
     # --- sessions --------------------------------------------------------------------------
-    async def _start(self, session: LiveSession, *, restore: bool) -> None:
+    async def _start(
+        self, session: LiveSession, *, restore: bool, spec: dict | None = None
+    ) -> None:
         loop = asyncio.get_running_loop()
         try:
             if restore:
@@ -327,6 +376,7 @@ class InferenceWorker:
                 # for the live sessions get the engine between two of them.
                 async with self._building:
                     await loop.run_in_executor(self._engine_thread, self._create, session)
+                await self._begin_narrative(session, spec or {})
                 await self._save_snapshot(session)  # from now on it survives a crash
         except (PromptError, SnapshotError, SnapshotFormatError, ValueError) as exc:
             log.warning("worker %s: cannot start %s: %s", self.name, session.session_id, exc)
@@ -342,6 +392,7 @@ class InferenceWorker:
         if session.status is SessionStatus.STARTING:
             self._go_live(session)
         await self._status(session.session_id, "live")
+        self._spawn(self._narrative_live(session))
 
     def _go_live(self, session: LiveSession) -> None:
         session.status = SessionStatus.LIVE
@@ -370,6 +421,7 @@ class InferenceWorker:
         session.state_seq = max(session.applied_seq, _int(meta.get("state_seq")))
         session.restored = True
         session.stepped_keys = None
+        session.narrative = narrative.from_meta(meta.get("narrative"))
 
     def _snapshot(self, session: LiveSession) -> bytes | None:  # engine thread
         if not session.world_id:
@@ -383,6 +435,8 @@ class InferenceWorker:
             "frame_no": session.frame_no,
             "applied_seq": session.applied_seq,
             "state_seq": session.state_seq,
+            # Story so far, the pair on offer, dialogue turn: failover and handover keep them.
+            "narrative": session.narrative.to_meta() if session.narrative else None,
         }
         return pack_snapshot(meta, self.engine.snapshot(session.world_id))
 
@@ -415,6 +469,8 @@ class InferenceWorker:
         if self.sessions.get(session.session_id) is session:
             del self.sessions[session.session_id]
             self._session_fps.pop(session.session_id, None)
+            self._narrating.pop(session.session_id, None)
+            self._says_waiting.pop(session.session_id, None)
         session.status = SessionStatus.ENDED
         if session.world_id:
             world_id, session.world_id = session.world_id, ""
@@ -422,6 +478,101 @@ class InferenceWorker:
                 await asyncio.get_running_loop().run_in_executor(
                     self._engine_thread, self.engine.drop_world, world_id
                 )
+
+    # --- story and dialogue (inference.narrative) -------------------------------------------
+    async def _begin_narrative(self, session: LiveSession, spec: dict) -> None:
+        if spec.get("category") not in ("stories", "characters"):
+            return
+        try:
+            world = await self._world_change(session, None)
+            session.narrative = narrative.begin(
+                spec["category"], world, opening=spec["opening"], character=spec["character"]
+            )
+        except Exception:  # the world still plays without its story
+            log.exception("worker %s: no narrative for %s", self.name, session.session_id)
+
+    async def _narrative_live(self, session: LiveSession) -> None:
+        """On going live (fresh, restored or reconnected): the pair on offer, or a new one; the
+        character's greeting once."""
+        if session.narrative is None:
+            return
+        async with self._narrating.setdefault(session.session_id, asyncio.Lock()):
+            try:
+                state = session.narrative
+                if isinstance(state, narrative.Story):
+                    if not state.options:
+                        await self._offer(session)
+                    elif self.sessions.get(session.session_id) is session:
+                        await self._choices(session.session_id, state)
+                elif isinstance(state, narrative.Character) and not state.greeted:
+                    session.narrative, greeting = narrative.character_greet(state)
+                    await self._say(session.session_id, state.name, greeting)
+            except Exception:
+                log.exception("worker %s: narrative of %s failed", self.name, session.session_id)
+
+    async def _story_step(self, session: LiveSession, picked: narrative.Option) -> None:
+        """A pick: its event changes the world, then the next pair is composed and offered."""
+        async with self._narrating.setdefault(session.session_id, asyncio.Lock()):
+            try:
+                await self._world_change(session, picked.event_text)
+                await self._offer(session)
+            except Exception:
+                log.exception("worker %s: story step of %s failed", self.name, session.session_id)
+
+    async def _offer(self, session: LiveSession) -> None:
+        world = await self._world_change(session, None)
+        story = await asyncio.get_running_loop().run_in_executor(
+            self._narrative_thread, narrative.story_offer, session.narrative, world, session.seed
+        )
+        if self.sessions.get(session.session_id) is not session:
+            return  # ended or moved while the options were composed
+        session.narrative = story
+        await self._save_snapshot(session)  # a pick after a failover finds this pair on offer
+        await self._choices(session.session_id, story)
+
+    async def _character_turn(self, session: LiveSession, line: str) -> None:
+        sid = session.session_id
+        try:
+            async with self._narrating.setdefault(sid, asyncio.Lock()):
+                await self._say(sid, "you", line)
+                world = await self._world_change(session, None)
+                character, reply = await asyncio.get_running_loop().run_in_executor(
+                    self._narrative_thread,
+                    narrative.character_reply,
+                    session.narrative,
+                    world,
+                    line,
+                    session.seed,
+                )
+                if self.sessions.get(sid) is not session:
+                    return
+                session.narrative = character
+                if reply.event_text:
+                    await self._world_change(session, reply.event_text)
+                await self._say(sid, character.name, reply.text)
+        except Exception:
+            log.exception("worker %s: dialogue of %s failed", self.name, sid)
+        finally:
+            if sid in self._says_waiting:
+                self._says_waiting[sid] = max(0, self._says_waiting[sid] - 1)
+
+    async def _world_change(self, session: LiveSession, event_text: str | None) -> dict:
+        """Apply an event (if any) on the engine thread; the world's description after it."""
+        world = await asyncio.get_running_loop().run_in_executor(
+            self._engine_thread, self._apply_and_describe, session.world_id, event_text
+        )
+        if event_text:
+            session.stepped_keys = None  # a cut: the next frame already shows the change
+            self._demand.set()
+        return world
+
+    def _apply_and_describe(self, world_id: str, event_text: str | None) -> dict:  # engine thread
+        if event_text:
+            try:
+                self.engine.apply_event(world_id, event_text)
+            except PromptError:
+                log.warning("worker %s: narrative event %r not recognised", self.name, event_text)
+        return self.engine.describe(world_id)
 
     # --- the pacer and the producer --------------------------------------------------------
     async def _pace_loop(self) -> None:
@@ -703,17 +854,28 @@ class InferenceWorker:
             "reason": reason,
             "worker": worker or self.name,
         }
-        try:
-            await self.layer.group_send(session_group(session_id), message)
-        except Exception:
-            log.exception("worker %s: status to %s failed", self.name, session_id)
+        await self._group(session_id, message)
 
     async def _event(self, session_id: str, seq: int, status: str, reason: str | None) -> None:
         message = {"type": "session.event", "seq": seq, "status": status, "reason": reason}
+        await self._group(session_id, message)
+
+    async def _choices(self, session_id: str, story: narrative.Story) -> None:
+        message = {"type": "session.choices", **narrative.choices_message(story)}
+        await self._group(session_id, message)
+
+    async def _say(self, session_id: str, speaker: str, text: str) -> None:
+        await self._group(session_id, {"type": "session.say", "speaker": speaker, "text": text})
+
+    async def _error(self, session_id: str, code: str, message: str) -> None:
+        await self._group(session_id, {"type": "session.error", "code": code, "message": message})
+
+    async def _group(self, session_id: str, message: dict) -> None:
+        """Send to a session's group; a failed send is logged, never raised into the loop."""
         try:
             await self.layer.group_send(session_group(session_id), message)
         except Exception:
-            log.exception("worker %s: event answer to %s failed", self.name, session_id)
+            log.exception("worker %s: %s to %s failed", self.name, message["type"], session_id)
 
     async def _broadcast_fps(self) -> None:
         for session in list(self.sessions.values()):

@@ -36,6 +36,7 @@ from sessions.protocol import (
     Say,
     parse_client_message,
 )
+from worlds.models import Category
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,24 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 "reason": event.get("reason"),
             }
         )
+
+    async def session_choices(self, event):
+        await self.send_json(
+            {
+                "type": "choices",
+                "choice_id": event.get("choice_id"),
+                "options": event.get("options"),
+                "story": event.get("story") or [],
+            }
+        )
+
+    async def session_say(self, event):
+        await self.send_json(
+            {"type": "say", "speaker": event.get("speaker"), "text": event.get("text")}
+        )
+
+    async def session_error(self, event):
+        pass  # the worker's answer to the player's own pick or line
 
     async def session_placed(self, event):
         self.state = SessionStatus.STARTING
@@ -220,8 +239,10 @@ class PlayConsumer(SessionConsumer):
             await self._input(message)
         elif isinstance(message, Prompt):
             await self._prompt(message)
-        elif isinstance(message, Choose | Say):
-            raise ProtocolError("unsupported", "This world takes no story picks or dialogue.")
+        elif isinstance(message, Choose):
+            await self._choose(message)
+        elif isinstance(message, Say):
+            await self._say(message)
 
     async def _input(self, message: Input):
         self.last_input = time.time()
@@ -244,7 +265,7 @@ class PlayConsumer(SessionConsumer):
         if not self.worker:
             await self._reject(message.seq, "The world is not running yet.")
             return
-        screening = await sync_to_async(_screen_event, thread_sensitive=False)(message.text)
+        screening = await sync_to_async(_screen_text, thread_sensitive=False)(message.text, "event")
         await sync_to_async(_record_prompt)(self.session_id, message.text, screening)
         if screening is not None:
             await self._reject(message.seq, screening)
@@ -257,6 +278,35 @@ class PlayConsumer(SessionConsumer):
                 "text": message.text,
             }
         )
+
+    async def _choose(self, message: Choose):
+        self._narrative_ready(Category.STORIES, "This world takes no story picks.")
+        await self._to_worker(
+            {
+                "type": "session.choose",
+                "session_id": str(self.session_id),
+                "choice_id": message.choice_id,
+                "option": message.option,
+            }
+        )
+
+    async def _say(self, message: Say):
+        self._narrative_ready(Category.CHARACTERS, "There is no one to talk to in this world.")
+        # Dialogue is user text in the world, like a prompt: screened and recorded the same way.
+        screening = await sync_to_async(_screen_text, thread_sensitive=False)(message.text, "say")
+        await sync_to_async(_record_prompt)(self.session_id, message.text, screening)
+        if screening is not None:
+            raise ProtocolError("blocked", screening)
+        await self._to_worker(
+            {"type": "session.say", "session_id": str(self.session_id), "text": message.text}
+        )
+
+    def _narrative_ready(self, category: str, unsupported: str) -> None:
+        self.last_input = time.time()
+        if self.session.world_version.category != category:
+            raise ProtocolError("unsupported", unsupported)
+        if not self.worker:
+            raise ProtocolError("not_running", "The world is not running yet.")
 
     async def _reject(self, seq: int, reason: str):
         await self.send_json({"type": "event", "seq": seq, "status": "rejected", "reason": reason})
@@ -294,6 +344,13 @@ class PlayConsumer(SessionConsumer):
                 "seed": version.seed,
                 "world_title": version.title,
                 "restore": restore,
+                "category": version.category,
+                "story_opening": version.story_opening,
+                "character": {
+                    "name": version.character_name,
+                    "persona": version.character_persona,
+                    "greeting": version.character_greeting,
+                },
             },
         )
         if self.held is not None:
@@ -369,6 +426,11 @@ class PlayConsumer(SessionConsumer):
         elif state == SessionStatus.ENDED and self.state != SessionStatus.ENDED:
             await database_sync_to_async(_end_by_id)(self.session_id, event.get("reason"))
         await super().session_status(event)
+
+    async def session_error(self, event):
+        await self.send_json(
+            {"type": "error", "code": event.get("code"), "message": event.get("message")}
+        )
 
     async def session_player(self, event):
         if event.get("channel") != self.channel_name:
@@ -447,11 +509,12 @@ def _viewers_add(session_id, delta: int) -> int:
     return max(0, value)
 
 
-def _screen_event(text: str) -> str | None:
-    """None when the event may reach the world; otherwise the reason the player sees."""
+def _screen_text(text: str, field: str) -> str | None:
+    """None when the text (a world event, a line to the character) may reach the world;
+    otherwise the reason the player sees."""
     from worlds.moderation.screening import screen_text
 
-    result = screen_text(text, field="event")
+    result = screen_text(text, field=field)
     if result.verdict == "allow":
         return None
     return result.message or "This event can't be used."

@@ -6,7 +6,7 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
 from sessions.models import PlaySession
-from sessions.protocol import MAX_PROMPT_CHARS
+from sessions.protocol import MAX_PROMPT_CHARS, MAX_SAY_CHARS
 from sessions.selectors import session_get_watchable
 from worlds.models import World
 from worlds.selectors import world_get_playable
@@ -20,7 +20,7 @@ def play(request: HttpRequest, slug: str) -> HttpResponse:
         world = world_get_playable(slug=slug, viewer=user)
     except World.DoesNotExist:
         raise Http404("No playable world here.") from None
-    context = {"world": world, "max_prompt_chars": MAX_PROMPT_CHARS}
+    context = {"world": world, "max_prompt_chars": MAX_PROMPT_CHARS, "max_say_chars": MAX_SAY_CHARS}
     return render(request, "play/play.html", context)
 
 

@@ -1,5 +1,6 @@
 // The play page: create (or resume) a session, stream its frames onto the canvas, send held
-// keys and world events over protocol v1, show the HUD, reconnect by itself.
+// keys and world events over protocol v1, show the HUD, reconnect by itself. Story picks and
+// dialogue: narrative.js.
 (() => {
   "use strict";
 
@@ -19,6 +20,11 @@
   const events = document.getElementById("play-events");
   const promptForm = document.getElementById("play-prompt");
   const promptText = document.getElementById("prompt-text");
+  const chatForm = document.getElementById("chat-form");
+  const chatText = document.getElementById("chat-text");
+  const narrative = window.ParallaxNarrative.attach({
+    onPick: (choiceId, option) => send({ type: "choose", choice_id: choiceId, option }),
+  });
 
   const KEYMAP = {
     w: "w", a: "a", s: "s", d: "d", " ": "space",
@@ -138,6 +144,7 @@
   };
 
   function onJson(msg) {
+    if (narrative.handle(msg)) return;
     if (msg.type === "status") {
       if (typeof msg.viewers === "number") hud.viewers.textContent = msg.viewers;
       hud.queue.textContent = msg.state === "queued" && msg.position ? `#${msg.position}` : "—";
@@ -156,6 +163,10 @@
         pendingEvents.delete(msg.seq);
       }
     } else if (msg.type === "error") {
+      if (msg.code === "blocked" && narrative.hasChat()) {
+        narrative.addLine("not sent", msg.message, "chat-rejected");
+        return;
+      }
       const li = document.createElement("li");
       li.className = "rejected";
       li.textContent = msg.message;
@@ -207,10 +218,17 @@
   }
 
   function typing(event) {
-    return event.target === promptText;
+    const target = event.target;
+    return Boolean(target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA"
+      || target.isContentEditable));
   }
 
   window.addEventListener("keydown", (event) => {
+    if ((event.key === "1" || event.key === "2") && !typing(event)
+        && !event.ctrlKey && !event.metaKey && !event.altKey) {
+      narrative.pick(Number(event.key) - 1);
+      return;
+    }
     const key = keyOf(event);
     if (!key || typing(event) || event.ctrlKey || event.metaKey || event.altKey) return;
     event.preventDefault(); // arrows and space would scroll the page
@@ -258,6 +276,16 @@
     promptText.value = "";
     canvas.focus();
   });
+
+  if (chatForm) {
+    chatForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const text = chatText.value.trim();
+      if (!text) return;
+      send({ type: "say", text: text.slice(0, Number(chatText.maxLength) || 500) });
+      chatText.value = "";
+    });
+  }
 
   document.getElementById("end-session").addEventListener("click", async () => {
     if (!session) return;

@@ -1,4 +1,5 @@
-// The watch page: the same frame stream as the player's, read-only, with the viewer count.
+// The watch page: the same frame stream as the player's, read-only, with the viewer count, the
+// story so far and its options, or the conversation (narrative.js).
 (() => {
   "use strict";
 
@@ -19,6 +20,7 @@
   let retryDelay = 500;
   let framesThisSecond = 0;
   let lastDrawn = -1;
+  const narrative = window.ParallaxNarrative.attach(); // no onPick: read-only
 
   function setState(state, text) {
     hud.state.textContent = state;
@@ -44,7 +46,7 @@
     ws.onmessage = (message) => {
       if (message.data instanceof ArrayBuffer) return onFrame(message.data);
       const msg = JSON.parse(message.data);
-      if (msg.type !== "status") return;
+      if (narrative.handle(msg) || msg.type !== "status") return;
       if (typeof msg.viewers === "number") hud.viewers.textContent = msg.viewers;
       if (msg.state === "ended") ended = true;
       setState(msg.state);

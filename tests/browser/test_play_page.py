@@ -69,3 +69,37 @@ def test_pressing_keys_on_the_play_page_changes_the_canvas(play_world, live_url,
     if TRAINED_WEIGHTS.exists():
         # A freshly initialised network ignores the keys; the trained one follows the avatar.
         assert moved != before
+
+
+def test_a_story_pick_by_key_grows_the_story_and_offers_a_new_pair(live_url, page, request):
+    request.getfixturevalue("clean_placement")
+    world = make_world(category="stories", story_opening="The boats are still out.")
+    page.goto(f"{live_url}/play/{world.slug}/")
+    page.wait_for_selector(".story-option:not([disabled])", timeout=120_000)
+    first_pair = page.locator(".story-label").all_text_contents()
+    assert page.locator("#story-lines li").all_text_contents() == ["The boats are still out."]
+    page.focus("#play-canvas")
+    page.keyboard.press("2")
+    page.wait_for_function("document.querySelectorAll('#story-lines li').length === 2")
+    page.wait_for_selector(".story-option:not([disabled])")
+    assert page.get_attribute("#story-choices", "data-choice") == "c2"
+    assert len(set(first_pair)) == 2
+
+
+def test_the_character_greets_and_answers_in_the_chat(live_url, page, request):
+    request.getfixturevalue("clean_placement")
+    world = make_world(
+        category="characters",
+        character_name="Old Tom",
+        character_persona="A gruff marsh ferryman.",
+        character_greeting="Hmph. Need a ride?",
+    )
+    page.goto(f"{live_url}/play/{world.slug}/")
+    page.wait_for_selector("#chat-log li", timeout=120_000)
+    assert page.text_content("#chat-log li") == "Old Tom: Hmph. Need a ride?"
+    page.fill("#chat-text", "who are you? 1 2")  # typing digits picks nothing, moves nothing
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelectorAll('#chat-log li').length >= 3")
+    lines = page.locator("#chat-log li").all_text_contents()
+    assert lines[1] == "you: who are you? 1 2"
+    assert lines[2].startswith("Old Tom: ") and "ferryman" in lines[2]

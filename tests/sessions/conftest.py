@@ -1,5 +1,5 @@
-"""Fixtures of the web-side play tests (defined in play_fixtures.py), visible to every module
-here; the worker tests use their own helpers in worker_support.py."""
+"""Fixtures of the play tests, visible to every module here: the web side's (play_fixtures.py)
+and the worker's (worker_support.py; a module may define its own of the same name)."""
 
 from tests.sessions.play_fixtures import (  # noqa: F401
     clean_placement,
@@ -9,3 +9,4 @@ from tests.sessions.play_fixtures import (  # noqa: F401
     worker_slots,
     world,
 )
+from tests.sessions.worker_support import engine, layer, placement, worker  # noqa: F401

@@ -79,18 +79,25 @@ def make_user(name: str | None = None) -> User:
 
 
 def make_world(
-    *, creator: User | None = None, status: str = WorldStatus.PUBLISHED, prompt: str = ""
+    *,
+    creator: User | None = None,
+    status: str = WorldStatus.PUBLISHED,
+    prompt: str = "",
+    category: str = Category.GAMES,
+    **spec,
 ) -> World:
+    """spec: story_opening, character_name, character_persona, character_greeting."""
     creator = creator or make_user()
     n = next(_counter)
     world = World.objects.create(
         slug=f"world-{n}-{uuid.uuid4().hex[:6]}",
         title=f"Pine forest {n}",
-        category=Category.GAMES,
+        category=category,
         prompt=prompt or "a snowy pine forest with a frozen lake",
         seed=7 + n,
         status=status,
         creator=creator,
+        **spec,
     )
     version = WorldVersion.objects.create(
         world=world,
@@ -99,6 +106,7 @@ def make_world(
         category=world.category,
         prompt=world.prompt,
         seed=world.seed,
+        **spec,
     )
     world.current_version = version
     world.save(update_fields=["current_version"])

@@ -84,11 +84,11 @@ class Stage:
 
 
 @sync_to_async
-def _stage(worker_slots, *, capacity: int = 2, public: bool = True) -> Stage:
+def _stage(worker_slots, *, capacity: int = 2, public: bool = True, **world) -> Stage:
     worker = worker_slots.add(capacity=capacity)
     user = make_user()
     session, _ = services.session_create(
-        world_slug=make_world().slug,
+        world_slug=make_world(**world).slug,
         user=user,
         session_key="",
         client_ip="10.1.1.1",
@@ -426,3 +426,129 @@ async def test_the_player_sees_the_viewer_count_rise_and_fall(worker_slots):
     session = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
     assert counts[-1] == 1
     assert session.peak_viewers == 2
+
+
+# --- story picks and dialogue ----------------------------------------------------------------
+
+STORY = {"category": "stories", "story_opening": "The boats are still out."}
+CHARACTER = {
+    "category": "characters",
+    "character_name": "Old Tom",
+    "character_persona": "A gruff marsh ferryman.",
+    "character_greeting": "Hmph.",
+}
+
+
+async def test_the_worker_gets_the_story_opening_and_a_pick(worker_slots):
+    stage = await _stage(worker_slots, **STORY)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = _socket(stage.play_path, stage.key)
+        assert (await socket.connect(WAIT))[0]
+        attach = await inbox.next("session.attach")
+        await socket.send_to(text_data='{"type": "choose", "choice_id": "c1", "option": 1}')
+        pick = await inbox.next("session.choose")
+        await socket.send_to(text_data='{"type": "say", "text": "hello"}')
+        error = await _json(socket, "error")
+        await socket.disconnect()
+    assert (attach["category"], attach["story_opening"]) == ("stories", "The boats are still out.")
+    assert pick == {
+        "type": "session.choose",
+        "session_id": str(stage.session.id),
+        "choice_id": "c1",
+        "option": 1,
+    }
+    assert error["code"] == "unsupported"  # no one to talk to in a story
+
+
+async def test_the_worker_gets_the_character_card_and_a_line(worker_slots):
+    stage = await _stage(worker_slots, **CHARACTER)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = _socket(stage.play_path, stage.key)
+        assert (await socket.connect(WAIT))[0]
+        attach = await inbox.next("session.attach")
+        await socket.send_to(text_data='{"type": "say", "text": "  who are you?  "}')
+        line = await inbox.next("session.say")
+        await socket.send_to(text_data='{"type": "choose", "choice_id": "c1", "option": 0}')
+        error = await _json(socket, "error")
+        await socket.disconnect()
+    assert attach["category"] == "characters"
+    assert attach["character"] == {
+        "name": "Old Tom",
+        "persona": "A gruff marsh ferryman.",
+        "greeting": "Hmph.",
+    }
+    assert line == {
+        "type": "session.say",
+        "session_id": str(stage.session.id),
+        "text": "who are you?",
+    }
+    assert error["code"] == "unsupported"  # no story to pick from
+
+
+async def test_a_game_world_takes_no_picks_or_dialogue(worker_slots):
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        codes = []
+        for raw in (
+            '{"type": "choose", "choice_id": "c1", "option": 0}',
+            '{"type": "say", "text": "hi"}',
+        ):
+            await socket.send_to(text_data=raw)
+            codes.append((await _json(socket, "error"))["code"])
+        await socket.send_to(text_data='{"type": "input", "seq": 3, "keys": []}')
+        first_after = await inbox.next()
+        await socket.disconnect()
+    assert codes == ["unsupported", "unsupported"]
+    assert first_after["type"] == "session.input"
+
+
+async def test_a_blocked_line_is_refused_recorded_and_never_reaches_the_worker(worker_slots):
+    from worlds.moderation.selectors import recent_prompts
+
+    stage = await _stage(worker_slots, **CHARACTER)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        await socket.send_to(text_data='{"type": "say", "text": "send nudes"}')
+        error = await _json(socket, "error")
+        await socket.send_to(text_data='{"type": "input", "seq": 5, "keys": []}')
+        first_after = await inbox.next()
+        await socket.disconnect()
+    assert error["code"] == "blocked" and error["message"]
+    assert first_after["type"] == "session.input"
+    recent = await sync_to_async(recent_prompts)(session_id=stage.session.id)
+    assert recent[0]["text"] == "send nudes" and recent[0]["status"] == "rejected"
+
+
+async def test_choices_and_lines_reach_the_player_and_spectators_but_errors_only_the_player(
+    worker_slots,
+):
+    stage = await _stage(worker_slots, **STORY)
+    player = _socket(stage.play_path, stage.key)
+    watcher = _socket(f"/ws/watch/{stage.session.id}/")
+    assert (await player.connect(WAIT))[0]
+    assert (await watcher.connect(WAIT))[0]
+    while (await _json(player, "status")).get("viewers") != 1:
+        pass
+    group = session_group(stage.session.id)
+    layer = get_channel_layer()
+    choices = {
+        "choice_id": "c3",
+        "options": ["Wait", "Run"],
+        "story": ["The boats...", "You wait."],
+    }
+    await layer.group_send(group, {"type": "session.choices", **choices})
+    await layer.group_send(group, {"type": "session.say", "speaker": "you", "text": "hi"})
+    await layer.group_send(group, {"type": "session.error", "code": "stale_choice", "message": "x"})
+    seen = {}
+    for name, socket in (("player", player), ("watcher", watcher)):
+        seen[name] = [await _json(socket, "choices"), await _json(socket, "say")]
+    player_error = await _json(player, "error")
+    await watcher.send_to(text_data='{"type": "choose", "choice_id": "c3", "option": 0}')
+    watcher_error = await _json(watcher, "error")
+    await watcher.disconnect()
+    await player.disconnect()
+    expected = [{"type": "choices", **choices}, {"type": "say", "speaker": "you", "text": "hi"}]
+    assert seen == {"player": expected, "watcher": expected}
+    assert player_error["code"] == "stale_choice"
+    assert watcher_error["code"] == "read_only"

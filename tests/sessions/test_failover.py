@@ -14,9 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import redis
 import simplejpeg
-from channels_redis.pubsub import RedisPubSubChannelLayer
 
 from inference.engine import WorldEngine
 from inference.placement import RedisPlacement
@@ -26,6 +24,7 @@ from tests.sessions.worker_support import (
     WAIT_S,
     GroupListener,
     attach_message,
+    clear_prefix,
     pixels,
     running_worker,
     send,
@@ -39,26 +38,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def engines():
     # Two workers in one process need two engines: an engine serves one worker.
     return WorldEngine.load("cpu"), WorldEngine.load("cpu")
-
-
-@pytest.fixture
-async def layer(redis_url):
-    layer = RedisPubSubChannelLayer(hosts=[redis_url])
-    yield layer
-    await layer.flush()
-
-
-def _clear(url: str, prefix: str) -> None:
-    client = redis.Redis.from_url(url)
-    for key in client.scan_iter(f"{prefix}:*"):
-        client.delete(key)
-
-
-@pytest.fixture
-def placement(redis_url):
-    prefix = f"px:test:{uuid.uuid4().hex}"
-    yield RedisPlacement(redis_url, prefix=prefix)
-    _clear(redis_url, prefix)
 
 
 async def _wait_for_snapshot(placement, session_id, *, seq: int, after_frame: int) -> None:
@@ -174,9 +153,9 @@ async def _wait_ready(proc: subprocess.Popen, name: str) -> None:
 @pytest.fixture
 def shared_placement(redis_url):
     """The default prefix, as `manage.py inference_worker` uses it (db 12 is this suite's)."""
-    _clear(redis_url, "px:play")
+    clear_prefix(redis_url, "px:play")
     yield RedisPlacement(redis_url)
-    _clear(redis_url, "px:play")
+    clear_prefix(redis_url, "px:play")
 
 
 @pytest.mark.slow

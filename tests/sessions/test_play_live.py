@@ -19,11 +19,6 @@ from tests.sessions.worker_support import running_worker
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 
-@pytest.fixture(scope="module")
-def engine():
-    return WorldEngine.load("cpu")
-
-
 @pytest.fixture
 async def worker(clean_placement, engine):
     async with running_worker(

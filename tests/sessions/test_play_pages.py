@@ -51,3 +51,32 @@ def test_the_watch_page_of_a_private_session_is_a_404(world, player, worker_slot
         world_slug=world.slug, user=player, session_key="", client_ip="10.5.5.5", is_public=False
     )
     assert Client().get(f"/watch/{session.id}/").status_code == 404
+
+
+def test_a_story_world_shows_two_option_buttons_and_no_chat():
+    html = Client().get(f"/play/{make_world(category='stories').slug}/").content.decode()
+    assert html.count('class="btn story-option"') == 2
+    assert 'id="story-lines"' in html and "js/narrative.js" in html
+    assert 'id="chat-form"' not in html
+
+
+def test_a_character_world_shows_a_chat_panel_named_for_its_character():
+    world = make_world(category="characters", character_name="Old Tom")
+    html = Client().get(f"/play/{world.slug}/").content.decode()
+    assert 'id="chat-form"' in html and "Talk to Old Tom" in html
+    assert "story-option" not in html
+
+
+def test_a_game_world_has_neither_panel(world):
+    html = Client().get(f"/play/{world.slug}/").content.decode()
+    assert "story-option" not in html and 'id="chat-log"' not in html
+
+
+def test_the_watch_page_shows_the_conversation_read_only(player, worker_slots):
+    worker_slots.add(capacity=1)
+    world = make_world(category="characters", character_name="Old Tom")
+    session, _ = services.session_create(
+        world_slug=world.slug, user=player, session_key="", client_ip="10.5.5.6"
+    )
+    html = Client().get(f"/watch/{session.id}/").content.decode()
+    assert 'id="chat-log"' in html and 'id="chat-form"' not in html

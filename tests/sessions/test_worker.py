@@ -4,50 +4,14 @@ Redis placement, stepping the real world-model engine."""
 import asyncio
 import uuid
 
-import pytest
-import redis
-from channels_redis.pubsub import RedisPubSubChannelLayer
-
-from inference.engine import WorldEngine
-from inference.placement import RedisPlacement
 from inference.protocol import FLAG_RESTORED
 from inference.worker import unpack_snapshot
 from tests.sessions.worker_support import (
     GroupListener,
     attach_message,
     pixels,
-    running_worker,
     send,
 )
-
-
-@pytest.fixture(scope="module")
-def engine():
-    return WorldEngine.load("cpu")
-
-
-@pytest.fixture
-async def layer(redis_url):
-    layer = RedisPubSubChannelLayer(hosts=[redis_url])
-    yield layer
-    await layer.flush()
-
-
-@pytest.fixture
-def placement(redis_url):
-    prefix = f"px:test:{uuid.uuid4().hex}"
-    yield RedisPlacement(redis_url, prefix=prefix)
-    client = redis.Redis.from_url(redis_url)
-    for key in client.scan_iter(f"{prefix}:*"):
-        client.delete(key)
-
-
-@pytest.fixture
-async def worker(layer, placement, engine):
-    async with running_worker(
-        layer=layer, placement=placement, engine=engine, capacity=2, snapshot_every_s=0.5
-    ) as worker:
-        yield worker
 
 
 async def start_session(layer, placement, worker, listener_session=None):

@@ -1,16 +1,56 @@
 """Shared pieces of the worker, failover and stack tests: a group listener, a running
-in-process worker, and engines loaded once per test module."""
+in-process worker, and fixtures (engine once per module, Redis layer, own-prefix placement, a
+running worker) that a test module imports to use."""
 
 import asyncio
 import contextlib
 import uuid
 
+import pytest
+import redis
 import simplejpeg
+from channels_redis.pubsub import RedisPubSubChannelLayer
 
+from inference.engine import WorldEngine
+from inference.placement import RedisPlacement
 from inference.protocol import decode_header, frame_jpeg, session_group, worker_channel
 from inference.worker import InferenceWorker
 
 WAIT_S = 60.0  # generous: the 2-core machine is shared with a training run
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return WorldEngine.load("cpu")
+
+
+@pytest.fixture
+async def layer(redis_url):
+    layer = RedisPubSubChannelLayer(hosts=[redis_url])
+    yield layer
+    await layer.flush()
+
+
+def clear_prefix(url: str, prefix: str) -> None:
+    client = redis.Redis.from_url(url)
+    for key in client.scan_iter(f"{prefix}:*"):
+        client.delete(key)
+
+
+@pytest.fixture
+def placement(redis_url):
+    """Placement under a prefix of its own: tests never see each other's workers."""
+    prefix = f"px:test:{uuid.uuid4().hex}"
+    yield RedisPlacement(redis_url, prefix=prefix)
+    clear_prefix(redis_url, prefix)
+
+
+@pytest.fixture
+async def worker(layer, placement, engine):
+    async with running_worker(
+        layer=layer, placement=placement, engine=engine, capacity=2, snapshot_every_s=0.5
+    ) as worker:
+        yield worker
 
 
 def unique(name: str) -> str:
