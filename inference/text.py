@@ -38,7 +38,9 @@ def embed(texts: list[str]) -> np.ndarray:
     if missing:
         encoder = load_encoder()
         with _encode_lock:
-            vecs = encoder.encode(missing, normalize_embeddings=True, batch_size=64)
+            vecs = encoder.encode(
+                missing, normalize_embeddings=True, batch_size=64, show_progress_bar=False
+            )
         for text, vec in zip(missing, vecs, strict=True):
             found[text] = np.asarray(vec, dtype=np.float32)
         with _lock:
