@@ -53,10 +53,10 @@ worker: install
 	$(PY) manage.py inference_worker
 
 train: install
-	$(PY) -m inference.train
+	$(PY) -m inference.training.train
 
 evaluate: install
-	$(PY) -m inference.evaluate --json var/eval.json
+	$(PY) -m inference.training.evaluate --json var/eval.json
 
 bench: install
 	$(PY) bench/inference.py

@@ -19,7 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from inference.engine import WorldEngine  # noqa: E402
+from inference.world.engine import WorldEngine  # noqa: E402
 
 PROMPTS = [
     "a quiet meadow",

@@ -18,8 +18,6 @@ import asyncio
 import json
 import os
 import random
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +28,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tests.stack import (  # noqa: E402 - the repository is on the path from here on
+    Processes,
+    clear_placement,
+    daphne_argv,
+    free_port,
+    worker_argv,
+)
+from tests.stack import stack_env as base_env  # noqa: E402
 
 LAYERS = {
     "pubsub": "channels_redis.pubsub.RedisPubSubChannelLayer",
@@ -76,16 +83,12 @@ def prepare_database(args) -> None:
 
 
 def stack_env(args, layer: str) -> dict:
-    return {
-        **os.environ,
-        "DATABASE_URL": args.database_url,
-        "REDIS_URL": args.redis_url,
-        "CHANNEL_LAYER_BACKEND": LAYERS[layer],
-        "INFERENCE_IN_PROCESS": "false",
-        "CELERY_TASK_ALWAYS_EAGER": "true",
-        "LOG_LEVEL": "WARNING",
-        "PYTHONUNBUFFERED": "1",
-    }
+    return base_env(
+        database_url=args.database_url,
+        redis_url=args.redis_url,
+        CHANNEL_LAYER_BACKEND=LAYERS[layer],
+        LOG_LEVEL="WARNING",
+    )
 
 
 def make_players(args, count: int) -> tuple[str, list[dict]]:
@@ -135,81 +138,39 @@ def make_players(args, count: int) -> tuple[str, list[dict]]:
     return world.slug, players
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def clear_placement(url: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(url)
-    for key in client.scan_iter("px:play:*"):
-        client.delete(key)
-
-
 class Stack:
     def __init__(self, args, layer: str):
         self.args, self.layer = args, layer
         self.port = free_port()
         self.logdir = Path(tempfile.mkdtemp(prefix="bench-play-"))
+        self.procs = Processes(self.logdir, stack_env(args, layer))
         self.daphne = None
         self.workers: list[subprocess.Popen] = []
         self.names: dict[str, subprocess.Popen] = {}
 
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
-        log = open(self.logdir / f"{name}.log", "w")  # noqa: SIM115 - lives with the process
-        return subprocess.Popen(
-            argv,
-            cwd=ROOT,
-            env=stack_env(self.args, self.layer),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-
     def start(self) -> None:
-        from inference.placement import RedisPlacement
+        from inference.serving.placement import RedisPlacement
 
         clear_placement(self.args.redis_url)
-        daphne = str(Path(sys.executable).parent / "daphne")
-        self.daphne = self._spawn(
-            "daphne", [daphne, "-b", "127.0.0.1", "-p", str(self.port), "gallery.asgi:application"]
-        )
+        self.daphne = self.procs.spawn("daphne", daphne_argv(self.port))
         # --kill: the survivors must hold the killed worker's sessions too.
         share = -(-self.args.players // max(1, self.args.workers - bool(self.args.kill)))
         capacity = self.args.capacity or share
         for i in range(self.args.workers):
             name = f"bench-{self.layer}-{i}-{uuid.uuid4().hex[:4]}"
-            self.names[name] = self._spawn(
-                name,
-                [
-                    sys.executable,
-                    "manage.py",
-                    "inference_worker",
-                    "--name",
-                    name,
-                    "--capacity",
-                    str(capacity),
-                    "--fps",
-                    str(self.args.fps),
-                ],
-            )
+            argv = worker_argv(name, capacity=capacity, fps=self.args.fps)
+            self.names[name] = self.procs.spawn(name, argv)
             self.workers.append(self.names[name])
         placement = RedisPlacement(self.args.redis_url)
-        deadline = time.monotonic() + 240
-        while len(placement.live_workers()) < self.args.workers or not self._port_open():
-            for proc in (self.daphne, *self.workers):
-                if proc.poll() is not None:
-                    raise SystemExit(f"a stack process died; logs in {self.logdir}")
-            if time.monotonic() > deadline:
-                raise SystemExit(f"the stack did not come up; logs in {self.logdir}")
-            time.sleep(0.3)
-
-    def _port_open(self) -> bool:
-        with socket.socket() as sock:
-            sock.settimeout(0.2)
-            return sock.connect_ex(("127.0.0.1", self.port)) == 0
+        try:
+            self.procs.wait_up(
+                port=self.port,
+                placement=placement,
+                workers=self.args.workers,
+                timeout=self.args.start_timeout,
+            )
+        except RuntimeError as exc:
+            raise SystemExit(f"{exc}\nlogs in {self.logdir}") from None
 
     def cpu_seconds(self) -> tuple[float, float]:
         """(workers, daphne) user+system CPU seconds so far."""
@@ -222,16 +183,7 @@ class Stack:
         return sum(cpu(p.pid) for p in self.workers), cpu(self.daphne.pid)
 
     def stop(self) -> None:
-        for proc in (self.daphne, *self.workers):
-            if proc and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in (self.daphne, *self.workers):
-            if proc is None:
-                continue
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        self.procs.stop()
         clear_placement(self.args.redis_url)
 
 
@@ -255,7 +207,7 @@ class Player:
         self.until = until  # moved up once the measured window is known
         import websockets
 
-        from inference.protocol import FLAG_RESTORED, decode_header
+        from inference.serving.frames import FLAG_RESTORED, decode_header
 
         async with websockets.connect(
             url,
@@ -374,7 +326,7 @@ async def run_players(args, stack: Stack, slug: str, players: list[dict]) -> dic
 
 async def kill_a_worker(stack: Stack, bench: list) -> dict:
     """kill -9 the worker serving the most sessions; -> how long until each resumed."""
-    from inference.placement import RedisPlacement
+    from inference.serving.placement import RedisPlacement
 
     placement = RedisPlacement(stack.args.redis_url)
     serving = {p.session_id: placement.worker_of(p.session_id) for p in bench}

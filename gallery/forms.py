@@ -1,8 +1,6 @@
 from django import forms
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import UserCreationForm
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 
 from gallery.models import User
 
@@ -20,13 +18,6 @@ class ProfileForm(forms.ModelForm):
         model = User
         fields = ("display_name", "bio")
         widgets = {"bio": forms.Textarea(attrs={"rows": 4})}
-
-
-def render_form(request: HttpRequest, template: str, context: dict) -> HttpResponse:
-    """Render a form page; a submitted form with errors answers 400, not 200."""
-    form = context["form"]
-    failed = request.method == "POST" and form.is_bound and bool(form.errors)
-    return render(request, template, context, status=400 if failed else 200)
 
 
 class LoginView(auth_views.LoginView):

@@ -4,18 +4,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from gallery.models import User
+from worlds.moderation import policy
 
 
 def _screen(fields: dict[str, str]) -> None:
-    from worlds.moderation.screening import screen_text
-
     for name, text in fields.items():
-        if not (text or "").strip():
-            continue
-        result = screen_text(text, field=name)
-        # A public name is shown everywhere at once: hold is as good as block here.
-        if result.verdict in ("block", "hold"):
-            raise ValidationError({name: [result.message]})
+        refusal = policy.public_text_refusal(text, field=name)
+        if refusal is not None:
+            raise ValidationError({name: [refusal]})
 
 
 def user_sign_up(*, username: str, password: str, email: str = "", display_name: str = "") -> User:

@@ -13,10 +13,11 @@ from django.views.decorators.http import require_GET
 
 from gallery import selectors as account_selectors
 from gallery import services as account_services
-from gallery.forms import LoginView, ProfileForm, SignUpForm, render_form
+from gallery.forms import LoginView, ProfileForm, SignUpForm
 from gallery.models import User
 from worlds import selectors
 from worlds.catalog_cache import cached_fragment
+from worlds.forms import render_form
 from worlds.models import Category
 
 PER_PAGE = 24

@@ -8,8 +8,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gallery.client_ip import client_ip
 from sessions import selectors, services
+from sessions.client_ip import client_ip
 from sessions.models import EndReason, PlaySession
 from sessions.serializers import SessionCreateInput, SessionOutput
 from worlds.models import World

@@ -1,7 +1,8 @@
 """WebSocket consumers speaking protocol v1 (DESIGN.md): `ws/play/<id>/` and `ws/watch/<id>/`.
 
 Both join the session's group and forward what its worker sends there (binary frames, status,
-events). Only the player's consumer talks to the worker; every client message is validated in
+events: the typed messages of `inference.serving.messages`). Only the player's consumer talks
+to the worker, through `sessions.worker_client`; every client message is validated in
 `sessions.protocol` first, so nothing malformed ever reaches a worker or another session.
 """
 
@@ -17,10 +18,10 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.cache import cache
 
-from inference.protocol import session_group, worker_channel
-from sessions import selectors, services
-from sessions.models import EndReason, PlaySession, SessionStatus
-from sessions.placement_client import ensure_inprocess_worker, get_placement
+from inference.serving import messages as m
+from inference.serving.messages import session_group
+from sessions import embedded, grace, selectors, services, worker_client
+from sessions.models import PlaySession, SessionStatus
 from sessions.protocol import (
     CLOSE_ENDED,
     CLOSE_FLOODING,
@@ -37,14 +38,14 @@ from sessions.protocol import (
     parse_client_message,
 )
 from worlds.models import Category
+from worlds.moderation import policy
 
 log = logging.getLogger(__name__)
 
 QUEUE_POLL_S = 1.0
 WATCHDOG_S = 5.0
+# Written to the database at most this often per session (inputs can arrive 60 times a second).
 INPUT_TOUCH_S = 15.0
-# Grace timers outlive their consumer; keep them referenced so they are not collected.
-_grace_timers: set[asyncio.Task] = set()
 
 
 def _viewers_key(session_id) -> str:
@@ -112,36 +113,33 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def session_status(self, event):
         if self.state == SessionStatus.ENDED:
             return  # the service and the worker may both announce the end
-        self.state = event.get("state") or self.state
-        self.fps = float(event.get("fps") or 0.0)
-        await self.send_status(reason=event.get("reason"))
+        status = m.Status.from_message(event)
+        self.state = status.state or self.state
+        self.fps = status.fps
+        await self.send_status(reason=status.reason)
         if self.state == SessionStatus.ENDED:
             await self.close(code=1000)
 
     async def session_event(self, event):
+        result = m.Event.from_message(event)
         await self.send_json(
-            {
-                "type": "event",
-                "seq": event.get("seq"),
-                "status": event.get("status"),
-                "reason": event.get("reason"),
-            }
+            {"type": "event", "seq": result.seq, "status": result.status, "reason": result.reason}
         )
 
     async def session_choices(self, event):
+        choices = m.Choices.from_message(event)
         await self.send_json(
             {
                 "type": "choices",
-                "choice_id": event.get("choice_id"),
-                "options": event.get("options"),
-                "story": event.get("story") or [],
+                "choice_id": choices.choice_id,
+                "options": list(choices.options),
+                "story": list(choices.story),
             }
         )
 
     async def session_say(self, event):
-        await self.send_json(
-            {"type": "say", "speaker": event.get("speaker"), "text": event.get("text")}
-        )
+        line = m.Line.from_message(event)
+        await self.send_json({"type": "say", "speaker": line.speaker, "text": line.text})
 
     async def session_error(self, event):
         pass  # the worker's answer to the player's own pick or line
@@ -154,7 +152,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         pass  # spectators do not care which socket the player uses
 
     async def session_viewers(self, event):
-        self.viewers = int(event.get("viewers") or 0)
+        self.viewers = m.Viewers.from_message(event).viewers
         await self.send_status()
 
     # --- hooks -----------------------------------------------------------------------------
@@ -200,15 +198,13 @@ class PlayConsumer(SessionConsumer):
         return session, None
 
     async def joined(self):
-        await ensure_inprocess_worker()
-        _ensure_inprocess_reaper()
+        await embedded.ensure_started()
         await database_sync_to_async(services.session_attached)(
             session=self.session, channel=self.channel_name
         )
         # One player socket per session: an older tab (or a half-dead socket) steps aside.
         await self.channel_layer.group_send(
-            session_group(self.session_id),
-            {"type": "session.player", "channel": self.channel_name},
+            session_group(self.session_id), m.Player(channel=self.channel_name).to_message()
         )
         self.viewers = await self._read_viewers()
         self.state = self.session.status
@@ -230,7 +226,7 @@ class PlayConsumer(SessionConsumer):
             session=session, channel=self.channel_name
         )
         if detached:
-            _start_grace_timer(self.session_id)
+            grace.start(self.session_id)
 
     async def handle(self, message):
         if isinstance(message, Ping):
@@ -246,12 +242,9 @@ class PlayConsumer(SessionConsumer):
 
     async def _input(self, message: Input):
         self.last_input = time.time()
-        self.held = {
-            "type": "session.input",
-            "session_id": str(self.session_id),
-            "seq": message.seq,
-            "keys": sorted(message.keys),
-        }
+        self.held = m.Input(
+            session_id=str(self.session_id), seq=message.seq, keys=tuple(sorted(message.keys))
+        )
         await self._to_worker(self.held)
         if self.last_input - self.last_touch >= INPUT_TOUCH_S:
             self.last_touch = self.last_input
@@ -265,41 +258,42 @@ class PlayConsumer(SessionConsumer):
         if not self.worker:
             await self._reject(message.seq, "The world is not running yet.")
             return
-        screening = await sync_to_async(_screen_text, thread_sensitive=False)(message.text, "event")
-        await sync_to_async(_record_prompt)(self.session_id, message.text, screening)
-        if screening is not None:
-            await self._reject(message.seq, screening)
+        refusal = await self._screen(message.text, "event")
+        if refusal is not None:
+            await self._reject(message.seq, refusal)
             return
         await self._to_worker(
-            {
-                "type": "session.prompt",
-                "session_id": str(self.session_id),
-                "seq": message.seq,
-                "text": message.text,
-            }
+            m.Prompt(session_id=str(self.session_id), seq=message.seq, text=message.text)
         )
 
     async def _choose(self, message: Choose):
         self._narrative_ready(Category.STORIES, "This world takes no story picks.")
         await self._to_worker(
-            {
-                "type": "session.choose",
-                "session_id": str(self.session_id),
-                "choice_id": message.choice_id,
-                "option": message.option,
-            }
+            m.Choose(
+                session_id=str(self.session_id),
+                choice_id=message.choice_id,
+                option=message.option,
+            )
         )
 
     async def _say(self, message: Say):
         self._narrative_ready(Category.CHARACTERS, "There is no one to talk to in this world.")
         # Dialogue is user text in the world, like a prompt: screened and recorded the same way.
-        screening = await sync_to_async(_screen_text, thread_sensitive=False)(message.text, "say")
-        await sync_to_async(_record_prompt)(self.session_id, message.text, screening)
-        if screening is not None:
-            raise ProtocolError("blocked", screening)
-        await self._to_worker(
-            {"type": "session.say", "session_id": str(self.session_id), "text": message.text}
+        refusal = await self._screen(message.text, "say")
+        if refusal is not None:
+            raise ProtocolError("blocked", refusal)
+        await self._to_worker(m.Say(session_id=str(self.session_id), text=message.text))
+
+    async def _screen(self, text: str, field: str) -> str | None:
+        """None when the text may reach the world, else the reason the player sees; either way
+        moderators' live page shows it."""
+        refusal = await sync_to_async(policy.screen_play_text, thread_sensitive=False)(
+            text, field=field
         )
+        await sync_to_async(policy.prompt_record)(
+            session_id=self.session_id, text=text, status="rejected" if refusal else "sent"
+        )
+        return refusal
 
     def _narrative_ready(self, category: str, unsupported: str) -> None:
         self.last_input = time.time()
@@ -311,10 +305,10 @@ class PlayConsumer(SessionConsumer):
     async def _reject(self, seq: int, reason: str):
         await self.send_json({"type": "event", "seq": seq, "status": "rejected", "reason": reason})
 
-    async def _to_worker(self, message: dict):
+    async def _to_worker(self, message: m.Message):
         # Queued sessions have no worker yet: their inputs have nowhere to go, and need none.
         if self.worker:
-            await self.channel_layer.send(worker_channel(self.worker), message)
+            await worker_client.send(self.worker, message)
 
     async def _attach(self):
         """Send the session to its worker (again, after a reconnect: the worker still holds
@@ -334,25 +328,7 @@ class PlayConsumer(SessionConsumer):
                 await self.send_status()
             return
         self.worker = worker
-        version = self.session.world_version
-        await self.channel_layer.send(
-            worker_channel(worker),
-            {
-                "type": "session.attach",
-                "session_id": str(self.session_id),
-                "prompt": version.prompt,
-                "seed": version.seed,
-                "world_title": version.title,
-                "restore": restore,
-                "category": version.category,
-                "story_opening": version.story_opening,
-                "character": {
-                    "name": version.character_name,
-                    "persona": version.character_persona,
-                    "greeting": version.character_greeting,
-                },
-            },
-        )
+        await self._to_worker(worker_client.attach_message(self.session, restore=restore))
         if self.held is not None:
             # Keys pressed while it waited: the world starts with them held.
             await self._to_worker(self.held)
@@ -361,9 +337,9 @@ class PlayConsumer(SessionConsumer):
         await self.send_status()
 
     async def _position(self) -> int | None:
-        return await sync_to_async(get_placement().queue_position, thread_sensitive=False)(
-            str(self.session_id)
-        )
+        return await sync_to_async(
+            worker_client.get_placement().queue_position, thread_sensitive=False
+        )(str(self.session_id))
 
     async def _wait_in_queue_once(self):
         await database_sync_to_async(services.queue_promote)()
@@ -410,30 +386,32 @@ class PlayConsumer(SessionConsumer):
                 return
 
     async def session_status(self, event):
-        state = event.get("state")
+        status = m.Status.from_message(event)
+        state = status.state
         if state in (SessionStatus.LIVE, SessionStatus.RESUMING, SessionStatus.STARTING):
             # After a failover the status names the worker now holding the session.
-            worker = event.get("worker")
+            worker = status.worker
             if worker is None and (state == SessionStatus.RESUMING or self.worker is None):
-                worker = await sync_to_async(get_placement().worker_of, thread_sensitive=False)(
-                    str(self.session_id)
-                )
+                worker = await sync_to_async(
+                    worker_client.get_placement().worker_of, thread_sensitive=False
+                )(str(self.session_id))
             self.worker = worker or self.worker
             if state != self.state:
                 await database_sync_to_async(services.session_set_state)(
                     session_id=self.session_id, state=state, worker=self.worker
                 )
         elif state == SessionStatus.ENDED and self.state != SessionStatus.ENDED:
-            await database_sync_to_async(_end_by_id)(self.session_id, event.get("reason"))
+            await database_sync_to_async(services.session_ended_by_worker)(
+                session_id=self.session_id, reason=status.reason
+            )
         await super().session_status(event)
 
     async def session_error(self, event):
-        await self.send_json(
-            {"type": "error", "code": event.get("code"), "message": event.get("message")}
-        )
+        error = m.Error.from_message(event)
+        await self.send_json({"type": "error", "code": error.code, "message": error.message})
 
     async def session_player(self, event):
-        if event.get("channel") != self.channel_name:
+        if m.Player.from_message(event).channel != self.channel_name:
             await self.send_json(
                 {"type": "error", "code": "replaced", "message": "This session is open elsewhere."}
             )
@@ -466,9 +444,9 @@ class WatchConsumer(SessionConsumer):
             session = selectors.session_get_watchable(session_id=self.session_id)
         except PlaySession.DoesNotExist:
             # Moderators oversee private sessions too.
-            from worlds.moderation.selectors import session_for_moderator
-
-            session = session_for_moderator(user=self.scope.get("user"), session_id=self.session_id)
+            session = policy.session_for_moderator(
+                user=self.scope.get("user"), session_id=self.session_id
+            )
             if session is None:
                 return None, CLOSE_NOT_FOUND
         if not session.is_active:
@@ -481,14 +459,14 @@ class WatchConsumer(SessionConsumer):
         await database_sync_to_async(services.session_record_viewers)(
             session_id=self.session_id, viewers=self.viewers
         )
-        await self.channel_layer.group_send(
-            session_group(self.session_id), {"type": "session.viewers", "viewers": self.viewers}
-        )
+        await self._announce_viewers(self.viewers)
 
     async def left(self):
-        viewers = await sync_to_async(_viewers_add)(self.session_id, -1)
+        await self._announce_viewers(await sync_to_async(_viewers_add)(self.session_id, -1))
+
+    async def _announce_viewers(self, viewers: int) -> None:
         await self.channel_layer.group_send(
-            session_group(self.session_id), {"type": "session.viewers", "viewers": viewers}
+            session_group(self.session_id), m.Viewers(viewers=viewers).to_message()
         )
 
     async def handle(self, message):
@@ -507,77 +485,3 @@ def _viewers_add(session_id, delta: int) -> int:
         cache.set(key, max(0, delta), timeout=settings.SESSION_MAX_SECONDS + 3600)
         value = max(0, delta)
     return max(0, value)
-
-
-def _screen_text(text: str, field: str) -> str | None:
-    """None when the text (a world event, a line to the character) may reach the world;
-    otherwise the reason the player sees."""
-    from worlds.moderation.screening import screen_text
-
-    result = screen_text(text, field=field)
-    if result.verdict == "allow":
-        return None
-    return result.message or "This event can't be used."
-
-
-def _record_prompt(session_id, text: str, refusal: str | None) -> None:
-    """Moderators' live page shows each session's latest prompts, refused ones included."""
-    from worlds.moderation.services import prompt_record
-
-    prompt_record(session_id=session_id, text=text, status="rejected" if refusal else "sent")
-
-
-# What the worker says when it had to end a session on its own.
-WORKER_FAILURES = {"bad_world", "worker_error", "snapshot_lost", "worker_full"}
-
-
-def _end_by_id(session_id, reason: str | None) -> None:
-    session = PlaySession.objects.filter(pk=session_id).first()
-    if session is None:
-        return
-    if reason in WORKER_FAILURES:
-        services.session_end(session=session, reason=EndReason.FAILED, failed=True)
-    else:
-        known = reason in EndReason.values
-        services.session_end(session=session, reason=reason if known else EndReason.WORKER)
-
-
-REAP_EVERY_S = 30.0
-_reaper: asyncio.Task | None = None
-
-
-def _ensure_inprocess_reaper() -> None:
-    """Embedded default: no Celery beat runs, so this process reaps (idle, too long, never
-    connected or never came back) itself, like the `reap-play-sessions` beat task would."""
-    global _reaper
-    if not settings.INFERENCE_IN_PROCESS or (_reaper is not None and not _reaper.done()):
-        return
-
-    async def reap_forever():
-        while True:
-            await asyncio.sleep(REAP_EVERY_S)
-            try:
-                await database_sync_to_async(services.sessions_reap)()
-            except Exception:  # noqa: BLE001 - one bad round must not stop the next
-                log.exception("reaping play sessions failed")
-
-    _reaper = asyncio.get_running_loop().create_task(reap_forever())
-
-
-def _start_grace_timer(session_id) -> None:
-    """End the session if its player does not come back within the reconnect grace."""
-    grace = settings.SESSION_RECONNECT_GRACE_SECONDS
-    if not settings.CELERY_TASK_ALWAYS_EAGER:
-        from sessions.tasks import end_abandoned_session
-
-        end_abandoned_session.apply_async((str(session_id),), countdown=grace + 1)
-        return
-
-    # Eager Celery (embedded default) would run the task now, not later: wait in this loop.
-    async def wait_then_end():
-        await asyncio.sleep(grace + 0.5)
-        await database_sync_to_async(services.session_end_if_abandoned)(session_id=session_id)
-
-    task = asyncio.get_running_loop().create_task(wait_then_end())
-    _grace_timers.add(task)
-    task.add_done_callback(_grace_timers.discard)

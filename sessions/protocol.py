@@ -1,6 +1,6 @@
 """Protocol v1, client → server: parse and validate every message before anything acts on it.
 
-Frames (server → client) are built on the worker (`inference/protocol.py`); this module only
+Frames (server → client) are built on the worker (`inference/serving/frames.py`); this module only
 guards the door. Every rule here answers with a `ProtocolError` carrying the `error` code the
 client sees; `abuse=True` errors close the socket with a 4xxx code instead.
 """
@@ -12,11 +12,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from inference.world.spec import KEYS, MAX_PROMPT_CHARS
+
 MAX_MESSAGE_BYTES = 4096
-MAX_PROMPT_CHARS = 500
 MAX_SAY_CHARS = 500
 MAX_SEQ = 2**32 - 1  # echoed back as a u32 in the frame header
-KEYS = frozenset({"w", "a", "s", "d", "space"})
 RATE_LIMIT_MESSAGES = 60
 RATE_LIMIT_WINDOW_S = 1.0
 

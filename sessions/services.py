@@ -1,7 +1,7 @@
 """Writes for live play: create, place, start, end, queue promotion and the session limits.
 
 Placement lives in Redis (or in memory for the embedded default) behind
-`placement_client.get_placement()`; the catalog row here mirrors it. Every function is safe to
+`worker_client.get_placement()`; the catalog row here mirrors it. Every function is safe to
 call twice: ending an ended session or promoting an empty queue changes nothing.
 """
 
@@ -11,23 +11,21 @@ from datetime import datetime, timedelta
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gallery.models import User
-from inference.protocol import session_group, worker_channel
+from inference.serving import messages
 from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession, SessionStatus
-from sessions.placement_client import get_placement
+from sessions.worker_client import get_placement, send_sync
 from worlds.models import World
+from worlds.moderation import policy
 from worlds.selectors import world_get_playable
 from worlds.services import world_record_play
 
 log = logging.getLogger(__name__)
-
-# Written to the database at most this often per session (inputs can arrive 60 times a second).
-INPUT_TOUCH_INTERVAL = timedelta(seconds=15)
 
 
 class SessionLimitReached(Exception):
@@ -45,7 +43,9 @@ def _lock_players(*keys: str) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"play:{key}"])
 
 
-def _check_limits(*, user: User | None, session_key: str, client_ip: str | None) -> None:
+def _check_limits(
+    *, user: AbstractBaseUser | None, session_key: str, client_ip: str | None
+) -> None:
     active = PlaySession.objects.filter(status__in=ACTIVE_STATUSES)
     if user is not None:
         if active.filter(player=user).count() >= settings.SESSION_MAX_PER_USER:
@@ -62,7 +62,7 @@ def _check_limits(*, user: User | None, session_key: str, client_ip: str | None)
 def session_create(
     *,
     world_slug: str,
-    user: User | None,
+    user: AbstractBaseUser | None,
     session_key: str,
     client_ip: str | None,
     is_public: bool = True,
@@ -77,9 +77,7 @@ def session_create(
     if user is None and not session_key:
         raise ValidationError({"detail": ["Anonymous play needs a browser session (cookies)."]})
     if user is not None:
-        from worlds.moderation.services import ensure_not_suspended
-
-        ensure_not_suspended(user)  # UserSuspended (a PermissionDenied) says why and until when
+        policy.ensure_not_suspended(user)  # UserSuspended (a PermissionDenied) says why, until when
     world = world_get_playable(slug=world_slug, viewer=user)
     if world.current_version_id is None:
         raise ValidationError({"world": ["This world has no published version to play yet."]})
@@ -181,7 +179,7 @@ def queue_promote() -> list[PlaySession]:
             placement.enqueue(head, front=True)
             break
         session = _mark_started(session=session, worker=worker)
-        _group_send(session.id, {"type": "session.placed", "worker": worker})
+        _group_send(session.id, messages.Placed(worker=worker))
         started.append(session)
     return started
 
@@ -194,37 +192,61 @@ def _free_slots(placement) -> int:
     return free - len(placement.orphans())
 
 
-def session_end(*, session: PlaySession, reason: str, failed: bool = False) -> PlaySession:
+def session_end(
+    *, session: PlaySession, reason: str, failed: bool = False, message: str | None = None
+) -> PlaySession:
     """End a session: free its slot, tell its worker and every connected client, start the next
     queued one. Ending an ended session returns it unchanged.
 
-    `reason` is an EndReason code or, from a moderator, their own words (the player sees it).
+    `reason` is an EndReason code or, from a moderator, their own words; `message`, when given,
+    is what the player sees instead (a moderator's decision, say).
     """
-    with transaction.atomic():
-        # Row lock: the player's DELETE, the reaper and a moderator may end it at the same time;
-        # only the first one records the reason and notifies.
-        session = PlaySession.objects.select_for_update().get(pk=session.pk)
-        if not session.is_active:
-            return session
-        session.status = SessionStatus.FAILED if failed else SessionStatus.ENDED
-        session.ended_at = timezone.now()
-        session.end_reason = str(reason)[:200]
-        session.frames_generated = max(session.frames_generated, _frames_of(session))
-        session.save(update_fields=["status", "ended_at", "end_reason", "frames_generated"])
+    ended = _record_end(session=session, reason=reason, failed=failed)
+    if ended is None:
+        return PlaySession.objects.get(pk=session.pk)
+    session = ended
     placement = get_placement()
     placement.release_slot(str(session.id))
     placement.remove_from_queue(str(session.id))
     placement.delete_snapshot(str(session.id))
     if session.worker_name:
-        _send(
-            worker_channel(session.worker_name),
-            {"type": "session.end", "session_id": str(session.id), "reason": reason},
-        )
-    _group_send(
-        session.id,
-        {"type": "session.status", "state": "ended", "fps": 0.0, "reason": reason},
-    )
+        send_sync(session.worker_name, messages.End(session_id=str(session.id), reason=reason))
+    _group_send(session.id, messages.Status(state="ended", reason=message or reason))
     queue_promote()
+    return session
+
+
+def session_ended_by_worker(*, session_id, reason: str | None) -> None:
+    """The worker ended the session on its own, or confirms an end: record it once.
+
+    The worker has already freed its slot and told the clients, so nothing goes back to it. A
+    failure code (``messages.WORKER_FAILURES``) marks the session failed."""
+    session = PlaySession.objects.filter(pk=session_id).first()
+    if session is None:
+        return
+    if reason in messages.WORKER_FAILURES:
+        ended = _record_end(session=session, reason=EndReason.FAILED, failed=True)
+    else:
+        known = reason in EndReason.values
+        ended = _record_end(session=session, reason=reason if known else EndReason.WORKER)
+    if ended is not None:
+        get_placement().remove_from_queue(str(session_id))
+        queue_promote()
+
+
+def _record_end(*, session: PlaySession, reason: str, failed: bool = False) -> PlaySession | None:
+    """Mark the row ended; -> the session, or None when it had already ended."""
+    with transaction.atomic():
+        # Row lock: the player's DELETE, the reaper and a moderator may end it at the same time;
+        # only the first one records the reason and notifies.
+        session = PlaySession.objects.select_for_update().get(pk=session.pk)
+        if not session.is_active:
+            return None
+        session.status = SessionStatus.FAILED if failed else SessionStatus.ENDED
+        session.ended_at = timezone.now()
+        session.end_reason = str(reason)[:200]
+        session.frames_generated = max(session.frames_generated, _frames_of(session))
+        session.save(update_fields=["status", "ended_at", "end_reason", "frames_generated"])
     return session
 
 
@@ -262,10 +284,7 @@ def session_detached(*, session: PlaySession, channel: str = "") -> bool:
         pk=session.pk, status__in=ACTIVE_STATUSES, player_channel=channel
     ).update(disconnected_at=timezone.now())
     if detached and session.worker_name:
-        _send(
-            worker_channel(session.worker_name),
-            {"type": "session.detach", "session_id": str(session.id)},
-        )
+        send_sync(session.worker_name, messages.Detach(session_id=str(session.id)))
     return bool(detached)
 
 
@@ -317,23 +336,27 @@ def sessions_reap(*, now: datetime | None = None) -> list[PlaySession]:
     return ended
 
 
-def session_end_for_world(*, world: World, reason: str) -> int:
+def session_end_for_world(*, world: World, reason: str, message: str | None = None) -> int:
     """End every running session of a world (it was removed or unpublished)."""
     sessions = list(PlaySession.objects.filter(world=world, status__in=ACTIVE_STATUSES))
     for session in sessions:
-        session_end(session=session, reason=reason)
+        session_end(session=session, reason=reason, message=message)
     return len(sessions)
 
 
-def _send(channel: str, message: dict) -> None:
-    try:
-        async_to_sync(get_channel_layer().send)(channel, message)
-    except Exception:  # noqa: BLE001 - a dead worker's inbox must not fail the caller
-        log.exception("could not send %s to %s", message.get("type"), channel)
+def session_end_for_player(*, user, reason: str, message: str | None = None) -> int:
+    """End every running session of a player (they were suspended)."""
+    sessions = list(PlaySession.objects.filter(player=user, status__in=ACTIVE_STATUSES))
+    for session in sessions:
+        session_end(session=session, reason=reason, message=message)
+    return len(sessions)
 
 
-def _group_send(session_id, message: dict) -> None:
+def _group_send(session_id, message: messages.Message) -> None:
+    """Tell every consumer of the session (the player's and the spectators')."""
     try:
-        async_to_sync(get_channel_layer().group_send)(session_group(session_id), message)
+        async_to_sync(get_channel_layer().group_send)(
+            messages.session_group(session_id), message.to_message()
+        )
     except Exception:  # noqa: BLE001
         log.exception("could not notify session %s", session_id)

@@ -9,6 +9,7 @@ from sessions.models import PlaySession
 from sessions.protocol import MAX_PROMPT_CHARS, MAX_SAY_CHARS
 from sessions.selectors import session_get_watchable
 from worlds.models import World
+from worlds.moderation import policy
 from worlds.selectors import world_get_playable
 
 
@@ -29,10 +30,8 @@ def watch(request: HttpRequest, session_id) -> HttpResponse:
     try:
         session = session_get_watchable(session_id=session_id)
     except PlaySession.DoesNotExist:
-        from worlds.moderation.selectors import session_for_moderator
-
         # Moderators oversee private sessions too.
-        session = session_for_moderator(user=request.user, session_id=session_id)
+        session = policy.session_for_moderator(user=request.user, session_id=session_id)
         if session is None:
             raise Http404("No public session here.") from None
     return render(request, "play/watch.html", {"session": session, "world": session.world})

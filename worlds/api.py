@@ -1,5 +1,6 @@
 """REST API for worlds and categories under /api/. Each action is a thin shell over a service."""
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
@@ -12,7 +13,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from gallery.models import User
 from worlds import selectors, services
 from worlds.models import Category, World, WorldStatus
 from worlds.serializers import (
@@ -93,7 +93,7 @@ class WorldViewSet(viewsets.GenericViewSet):
         sort = ORDERINGS.get(ordering, "")
         creator = None
         if params.get("creator"):
-            creator = User.objects.filter(username=params["creator"]).first()
+            creator = get_user_model().objects.filter(username=params["creator"]).first()
             if creator is None:
                 return Response({"creator": ["No such creator."]}, status=400)
         if params.get("q"):

@@ -19,7 +19,7 @@ _engine = None
 def _get_engine():
     global _engine
     if _engine is None:
-        from inference.engine import WorldEngine
+        from inference.world.engine import WorldEngine
 
         _engine = WorldEngine.load(device="cpu")
     return _engine

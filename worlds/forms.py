@@ -1,4 +1,6 @@
 from django import forms
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 
 from worlds.models import Category, World
 
@@ -62,3 +64,10 @@ class WorldForm(forms.Form):
             for name, value in self.cleaned_data.items()
             if name not in ("cover", "visibility")
         }
+
+
+def render_form(request: HttpRequest, template: str, context: dict) -> HttpResponse:
+    """Render a form page; a submitted form with errors answers 400, not 200."""
+    form = context["form"]
+    failed = request.method == "POST" and form.is_bound and bool(form.errors)
+    return render(request, template, context, status=400 if failed else 200)

@@ -7,9 +7,9 @@ own drafts, worlds in review and removed worlds (marked as such); nobody else ev
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Case, ExpressionWrapper, IntegerField, Q, QuerySet, Value, When
 
-from gallery.models import User
 from worlds.models import Category, Like, World, WorldStatus
 
 SORTS = {
@@ -27,9 +27,9 @@ def _base() -> QuerySet[World]:
 
 def world_list(
     *,
-    viewer: User | None = None,
+    viewer: AbstractBaseUser | None = None,
     category: str | None = None,
-    creator: User | None = None,
+    creator: AbstractBaseUser | None = None,
     sort: str = DEFAULT_SORT,
 ) -> QuerySet[World]:
     """Published worlds (plus the viewer's own, when listing the viewer's profile)."""
@@ -46,7 +46,11 @@ def world_list(
 
 
 def world_search(
-    *, query: str, viewer: User | None = None, category: str | None = None, sort: str = ""
+    *,
+    query: str,
+    viewer: AbstractBaseUser | None = None,
+    category: str | None = None,
+    sort: str = "",
 ) -> QuerySet[World]:
     """Published worlds matching `query`, best match first unless another sort is asked for.
 
@@ -111,7 +115,7 @@ def _fallback_search(qs: QuerySet[World], query: str) -> QuerySet[World]:
     )
 
 
-def world_get_visible(*, slug: str, viewer: User | None) -> World:
+def world_get_visible(*, slug: str, viewer: AbstractBaseUser | None) -> World:
     """A world's page: public (published/unlisted) or the viewer's own in any state.
 
     Raises World.DoesNotExist for anything else, so another user's draft is a 404, not a 403.
@@ -124,7 +128,7 @@ def world_get_visible(*, slug: str, viewer: User | None) -> World:
     raise World.DoesNotExist(f"No visible world {slug!r}")
 
 
-def world_get_playable(*, slug: str, viewer: User | None) -> World:
+def world_get_playable(*, slug: str, viewer: AbstractBaseUser | None) -> World:
     """A world a viewer may start a session in: published/unlisted, or the creator's own draft.
 
     Removed and in-review worlds are not playable, even by their creator.
@@ -135,13 +139,13 @@ def world_get_playable(*, slug: str, viewer: User | None) -> World:
     raise World.DoesNotExist(f"World {slug!r} is not playable")
 
 
-def world_is_liked(*, world: World, viewer: User | None) -> bool:
+def world_is_liked(*, world: World, viewer: AbstractBaseUser | None) -> bool:
     if viewer is None or not viewer.is_authenticated:
         return False
     return Like.objects.filter(world=world, user=viewer).exists()
 
 
-def world_liked_ids(*, worlds, viewer: User | None) -> set[int]:
+def world_liked_ids(*, worlds, viewer: AbstractBaseUser | None) -> set[int]:
     if viewer is None or not viewer.is_authenticated:
         return set()
     ids = [w.pk for w in worlds]
@@ -158,7 +162,7 @@ class HomeRows:
     by_category: list[tuple[str, str, list[World]]]  # (value, label, worlds)
 
 
-def home_rows(*, viewer: User | None = None, per_row: int = 8) -> HomeRows:
+def home_rows(*, viewer: AbstractBaseUser | None = None, per_row: int = 8) -> HomeRows:
     listed = world_list(viewer=viewer)
     featured = list(listed.filter(featured=True).order_by("-published_at")[:4])
     by_category = [

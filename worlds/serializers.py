@@ -1,10 +1,12 @@
 """API shapes for worlds: explicit input and output serializers (no model writes here)."""
 
+from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from gallery.models import User
 from worlds.models import Category, World
+
+User = get_user_model()
 
 
 class CreatorSerializer(serializers.ModelSerializer):

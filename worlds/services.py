@@ -8,6 +8,7 @@ import random
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
@@ -15,20 +16,10 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
-from gallery.models import User
 from worlds.covers import cover_clean
 from worlds.models import SPEC_FIELDS, Category, Like, Play, World, WorldStatus, WorldVersion
+from worlds.moderation import policy
 
-# Text fields screened by moderation, with the form field an error belongs to.
-SCREENED_FIELDS = (
-    "title",
-    "description",
-    "prompt",
-    "story_opening",
-    "character_name",
-    "character_persona",
-    "character_greeting",
-)
 EDITABLE_FIELDS = (*SPEC_FIELDS, "description")
 
 # Trending: a play counts 1 and a like 3, each halving in weight every TRENDING_HALF_LIFE.
@@ -58,23 +49,6 @@ def world_validate_spec(fields: dict) -> None:
         raise ValidationError(errors)
 
 
-def _screen(fields: dict) -> str:
-    """Run moderation screening over the text fields; raise on block, return the verdict."""
-    from worlds.moderation.screening import screen_text
-
-    verdict = "allow"
-    for name in SCREENED_FIELDS:
-        text = (fields.get(name) or "").strip()
-        if not text:
-            continue
-        result = screen_text(text, field=name)
-        if result.verdict == "block":
-            raise ValidationError({name: [result.message]})
-        if result.verdict == "hold":
-            verdict = "hold"
-    return verdict
-
-
 def _clean_cover(upload):
     try:
         return cover_clean(upload)
@@ -82,7 +56,7 @@ def _clean_cover(upload):
         raise ValidationError({"cover": exc.messages}) from None
 
 
-def _ensure_owner(world: World, user: User) -> None:
+def _ensure_owner(world: World, user: AbstractBaseUser) -> None:
     if world.creator_id != user.pk:
         raise PermissionDenied("Only the creator can change this world.")
 
@@ -117,7 +91,7 @@ def _clean_text(fields: dict) -> dict:
 
 def world_create(
     *,
-    creator: User,
+    creator: AbstractBaseUser,
     fields: dict,
     cover=None,
     remix_of: World | None = None,
@@ -128,7 +102,7 @@ def world_create(
     if data.get("seed") in (None, ""):
         data["seed"] = random.randrange(2**31)
     world_validate_spec(data)
-    _screen(data)
+    policy.world_text_verdict(data)
     clean_cover = _clean_cover(cover) if cover else None
     World(creator=creator, **data).full_clean(exclude=["cover", "current_version", "slug"])
     for attempt in range(3):
@@ -156,7 +130,7 @@ def _insert_world(creator, remix_of, data: dict, clean_cover, *, salted: bool) -
     return world
 
 
-def world_update(*, world: World, by: User, fields: dict, cover=None) -> World:
+def world_update(*, world: World, by: AbstractBaseUser, fields: dict, cover=None) -> World:
     """Edit a world. A change to what a session plays makes a new version; sessions keep theirs."""
     _ensure_owner(world, by)
     data = _clean_text(fields)
@@ -164,7 +138,7 @@ def world_update(*, world: World, by: User, fields: dict, cover=None) -> World:
         data.pop("seed")
     merged = {name: getattr(world, name) for name in EDITABLE_FIELDS} | data
     world_validate_spec(merged)
-    verdict = _screen(merged)
+    verdict = policy.world_text_verdict(merged)
     clean_cover = _clean_cover(cover) if cover else None
     with transaction.atomic():
         # Lock the row: two saves racing would both read version N and both write N+1.
@@ -184,7 +158,7 @@ def world_update(*, world: World, by: User, fields: dict, cover=None) -> World:
     return world
 
 
-def world_set_cover(*, world: World, by: User, upload) -> World:
+def world_set_cover(*, world: World, by: AbstractBaseUser, upload) -> World:
     _ensure_owner(world, by)
     clean_cover = _clean_cover(upload)
     old = world.cover.name if world.cover else None
@@ -231,15 +205,15 @@ def world_render_cover(*, world_id: int) -> bool:
     return True
 
 
-def world_publish(*, world: World, by: User, unlisted: bool = False) -> World:
+def world_publish(*, world: World, by: AbstractBaseUser, unlisted: bool = False) -> World:
     """Make a world public (or unlisted). Text moderation holds for review decide otherwise."""
     _ensure_owner(world, by)
     if world.status == WorldStatus.REMOVED:
         raise ValidationError(
             {"status": ["This world was removed by moderation and cannot be published."]}
         )
-    _ensure_may_publish(by)
-    verdict = _screen({name: getattr(world, name) for name in SCREENED_FIELDS})
+    policy.ensure_not_suspended(by)  # UserSuspended (a PermissionDenied) says why and until when
+    verdict = policy.world_text_verdict({name: getattr(world, name) for name in EDITABLE_FIELDS})
     with transaction.atomic():
         world = World.objects.select_for_update().get(pk=world.pk)
         if verdict == "hold":
@@ -256,19 +230,10 @@ def world_publish(*, world: World, by: User, unlisted: bool = False) -> World:
 def _queue_if_held(world: World) -> None:
     """A held world goes to the moderators' queue (with its audit entry)."""
     if world.status == WorldStatus.IN_REVIEW:
-        from worlds.moderation.services import world_held_by_screening
-
-        world_held_by_screening(world=world)
+        policy.world_held_by_screening(world=world)
 
 
-def _ensure_may_publish(user: User) -> None:
-    """Suspended accounts cannot publish (the moderation app decides who is suspended)."""
-    from worlds.moderation.services import ensure_not_suspended
-
-    ensure_not_suspended(user)
-
-
-def world_unpublish(*, world: World, by: User) -> World:
+def world_unpublish(*, world: World, by: AbstractBaseUser) -> World:
     _ensure_owner(world, by)
     if world.status == WorldStatus.REMOVED:
         raise ValidationError({"status": ["This world was removed by moderation."]})
@@ -277,7 +242,7 @@ def world_unpublish(*, world: World, by: User) -> World:
     return world
 
 
-def world_delete(*, world: World, by: User) -> None:
+def world_delete(*, world: World, by: AbstractBaseUser) -> None:
     _ensure_owner(world, by)
     cover = world.cover.name if world.cover else None
     storage = world.cover.storage
@@ -291,7 +256,7 @@ def _ensure_likeable(world: World) -> None:
         raise ValidationError({"world": ["Only published worlds can be liked."]})
 
 
-def world_like(*, world: World, user: User) -> World:
+def world_like(*, world: World, user: AbstractBaseUser) -> World:
     """Like a world once; liking again changes nothing."""
     _ensure_likeable(world)
     try:
@@ -304,7 +269,7 @@ def world_like(*, world: World, user: User) -> World:
     return world
 
 
-def world_unlike(*, world: World, user: User) -> World:
+def world_unlike(*, world: World, user: AbstractBaseUser) -> World:
     with transaction.atomic():
         deleted, _ = Like.objects.filter(user=user, world=world).delete()
         if deleted:
@@ -315,14 +280,16 @@ def world_unlike(*, world: World, user: User) -> World:
     return world
 
 
-def world_toggle_like(*, world: World, user: User) -> World:
+def world_toggle_like(*, world: World, user: AbstractBaseUser) -> World:
     """The page's like button: like, or unlike if already liked."""
     if Like.objects.filter(world=world, user=user).exists():
         return world_unlike(world=world, user=user)
     return world_like(world=world, user=user)
 
 
-def world_remix(*, world: World, by: User, fields: dict | None = None, cover=None) -> World:
+def world_remix(
+    *, world: World, by: AbstractBaseUser, fields: dict | None = None, cover=None
+) -> World:
     """A new draft owned by `by`, starting from `world`'s content, linked back to it."""
     if world.status == WorldStatus.REMOVED:
         raise ValidationError({"world": ["A removed world cannot be remixed."]})

@@ -12,10 +12,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET, require_POST
 
-from gallery.forms import render_form
 from worlds import selectors, services
 from worlds.covers import placeholder_svg
-from worlds.forms import WorldForm
+from worlds.forms import WorldForm, render_form
 from worlds.models import Category, World, WorldStatus
 
 

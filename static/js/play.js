@@ -1,13 +1,14 @@
-// The play page: create (or resume) a session, stream its frames onto the canvas, send held
-// keys and world events over protocol v1, show the HUD, reconnect by itself. Story picks and
-// dialogue: narrative.js.
+// The play page: create (or resume) a session, stream its frames, send held keys and world
+// events over protocol v1, show the latency, end the session. The socket, the canvas and the
+// shared HUD: live_view.js; held keys and the d-pad: controls.js; story picks and dialogue:
+// narrative.js.
 (() => {
   "use strict";
 
   const root = document.getElementById("play");
   if (!root) return;
+  const { attachScreen, openSocket } = window.ParallaxLiveView;
   const canvas = document.getElementById("play-canvas");
-  const ctx = canvas.getContext("2d");
   const overlay = document.getElementById("play-overlay");
   const hud = {
     state: document.getElementById("hud-state"),
@@ -22,27 +23,41 @@
   const promptText = document.getElementById("prompt-text");
   const chatForm = document.getElementById("chat-form");
   const chatText = document.getElementById("chat-text");
+  const screen = attachScreen({
+    root, canvas, overlay, hud,
+    messages: {
+      queued: "Waiting for a free world engine…",
+      starting: "Generating the world…",
+      resuming: "Resuming where you were…",
+      ended: "This session has ended.",
+      live: "",
+    },
+  });
   const narrative = window.ParallaxNarrative.attach({
     onPick: (choiceId, option) => send({ type: "choose", choice_id: choiceId, option }),
   });
+  const controls = window.ParallaxControls.attach({
+    pad: document.getElementById("touch-pad"),
+    onChange: sendInput,
+  });
+  root.dataset.touch = String(controls.isTouch);
 
-  const KEYMAP = {
-    w: "w", a: "a", s: "s", d: "d", " ": "space",
-    arrowup: "w", arrowleft: "a", arrowdown: "s", arrowright: "d",
+  // forbidden, gone, replaced, ended, flooding
+  const NO_RETRY = new Set([4403, 4404, 4409, 4410, 4429]);
+  const END_REASONS = {
+    player: "you ended it",
+    idle: "no input for a while",
+    max_length: "it reached the maximum length",
+    abandoned: "you were away too long",
+    moderator: "a moderator ended it",
+    worker: "the world engine stopped",
+    failed: "the world could not be generated",
   };
-  const NO_RETRY = new Set([4403, 4404, 4409, 4410, 4429]); // forbidden, gone, replaced, ended, flooding
-  const HEADER = 12;
 
   let session = null;
-  let ws = null;
+  let socket = null;
   let seq = 0;
-  let state = "connecting";
-  let ended = false;
-  let retryDelay = 500;
-  let lastDrawn = -1;
-  let framesThisSecond = 0;
   let latencies = [];
-  const held = new Set();
   const sentAt = new Map(); // seq -> performance.now() when sent
   const pendingEvents = new Map(); // seq -> <li>
 
@@ -63,31 +78,12 @@
     return data;
   }
 
-  function setState(next, extra) {
-    state = next;
-    hud.state.textContent = next;
-    root.dataset.state = next;
-    const messages = {
-      queued: "Waiting for a free world engine…",
-      starting: "Generating the world…",
-      resuming: "Resuming where you were…",
-      ended: "This session has ended.",
-      live: "",
-    };
-    overlay.textContent = extra || messages[next] || "";
-  }
-
-  function setConnection(text) {
-    hud.connection.textContent = text;
-    root.dataset.connection = text;
-  }
-
   async function start() {
     try {
       session = await api("POST", root.dataset.api, { world: root.dataset.world });
     } catch (err) {
-      setState("ended", err.message);
-      setConnection("not connected");
+      screen.setState("ended", err.message);
+      screen.setConnection("not connected");
       return;
     }
     root.dataset.session = session.id;
@@ -96,34 +92,15 @@
       link.href = session.watch_url;
       link.hidden = false;
     }
-    connect();
-  }
-
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    ws = new WebSocket(scheme + location.host + session.play_socket);
-    ws.binaryType = "arraybuffer";
-    setConnection("connecting");
-    ws.onopen = () => {
-      setConnection("open");
-      retryDelay = 500;
-      if (held.size) sendInput();
-    };
-    ws.onmessage = (message) => {
-      if (message.data instanceof ArrayBuffer) onFrame(message.data);
-      else onJson(JSON.parse(message.data));
-    };
-    ws.onclose = (event) => {
-      ws = null;
-      if (ended || NO_RETRY.has(event.code)) {
-        setConnection("closed");
-        if (!ended) setState("ended", closeReason(event.code));
-        return;
-      }
-      setConnection(`reconnecting in ${(retryDelay / 1000).toFixed(1)} s`);
-      setTimeout(connect, retryDelay);
-      retryDelay = Math.min(retryDelay * 2, 8000);
-    };
+    socket = openSocket({
+      path: session.play_socket,
+      noRetry: NO_RETRY,
+      screen,
+      onOpen: () => { if (controls.held().length) sendInput(); },
+      onFrame,
+      onJson,
+      onGiveUp: (code, stopped) => { if (!stopped) screen.setState("ended", closeReason(code)); },
+    });
   }
 
   function closeReason(code) {
@@ -133,23 +110,13 @@
     return "This session has ended.";
   }
 
-  const END_REASONS = {
-    player: "you ended it",
-    idle: "no input for a while",
-    max_length: "it reached the maximum length",
-    abandoned: "you were away too long",
-    moderator: "a moderator ended it",
-    worker: "the world engine stopped",
-    failed: "the world could not be generated",
-  };
-
   function onJson(msg) {
     if (narrative.handle(msg)) return;
     if (msg.type === "status") {
       if (typeof msg.viewers === "number") hud.viewers.textContent = msg.viewers;
       hud.queue.textContent = msg.state === "queued" && msg.position ? `#${msg.position}` : "—";
-      if (msg.state === "ended") ended = true;
-      setState(msg.state, msg.state === "queued" && msg.position
+      if (msg.state === "ended") socket.stop();
+      screen.setState(msg.state, msg.state === "queued" && msg.position
         ? `Waiting for a free world engine: you are number ${msg.position} in line.`
         : msg.state === "ended" && msg.reason
           ? `This session has ended: ${END_REASONS[msg.reason] || msg.reason}.`
@@ -174,90 +141,42 @@
     }
   }
 
-  function onFrame(buffer) {
-    if (buffer.byteLength <= HEADER) return;
-    const view = new DataView(buffer);
-    if (view.getUint8(0) !== 0x50 || view.getUint8(1) !== 0x58) return; // "PX"
-    const frameNo = view.getUint32(4);
-    const echoed = view.getUint32(8);
-    const sent = sentAt.get(echoed);
+  function onFrame(frame) {
+    const sent = sentAt.get(frame.appliedSeq);
     if (sent !== undefined) {
       latencies.push(performance.now() - sent);
-      for (const key of sentAt.keys()) if (key <= echoed) sentAt.delete(key);
+      for (const key of sentAt.keys()) if (key <= frame.appliedSeq) sentAt.delete(key);
     }
-    framesThisSecond += 1;
-    if (state !== "live") setState("live");
-    const blob = new Blob([new Uint8Array(buffer, HEADER)], { type: "image/jpeg" });
-    createImageBitmap(blob).then((bitmap) => {
-      if (frameNo < lastDrawn && lastDrawn - frameNo < 1e6) return; // arrived out of order
-      lastDrawn = frameNo;
-      if (canvas.width !== bitmap.width || canvas.height !== bitmap.height) {
-        canvas.width = bitmap.width;
-        canvas.height = bitmap.height;
-      }
-      ctx.imageSmoothingEnabled = false;
-      ctx.drawImage(bitmap, 0, 0);
-      bitmap.close();
-      root.dataset.frames = String(frameNo);
-    }).catch(() => {});
+    screen.draw(frame);
   }
 
   function send(message) {
-    if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+    if (socket) socket.send(message);
   }
 
   function sendInput() {
     seq += 1;
     sentAt.set(seq, performance.now());
     if (sentAt.size > 256) sentAt.delete(sentAt.keys().next().value);
-    send({ type: "input", seq, keys: [...held] });
+    send({ type: "input", seq, keys: controls.held() });
   }
 
-  function keyOf(event) {
-    return KEYMAP[event.key.toLowerCase()];
-  }
-
-  function typing(event) {
-    const target = event.target;
-    return Boolean(target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA"
-      || target.isContentEditable));
-  }
-
+  // 1 and 2 pick a story option, unless a text box is being typed in.
   window.addEventListener("keydown", (event) => {
-    if ((event.key === "1" || event.key === "2") && !typing(event)
+    if ((event.key === "1" || event.key === "2") && !window.ParallaxControls.typing(event.target)
         && !event.ctrlKey && !event.metaKey && !event.altKey) {
       narrative.pick(Number(event.key) - 1);
-      return;
     }
-    const key = keyOf(event);
-    if (!key || typing(event) || event.ctrlKey || event.metaKey || event.altKey) return;
-    event.preventDefault(); // arrows and space would scroll the page
-    if (held.has(key)) return;
-    held.add(key);
-    sendInput();
-  });
-  window.addEventListener("keyup", (event) => {
-    const key = keyOf(event);
-    if (!key || !held.delete(key)) return;
-    sendInput();
-  });
-  window.addEventListener("blur", () => {
-    if (!held.size) return;
-    held.clear();
-    sendInput();
   });
   // Held keys are repeated so a lost message never leaves the avatar stuck or stopped.
-  setInterval(() => { if (held.size) sendInput(); }, 250);
+  setInterval(() => { if (controls.held().length) sendInput(); }, 250);
   setInterval(() => send({ type: "ping", t: Date.now() / 1000 }), 10000);
 
   setInterval(() => {
-    hud.fps.textContent = String(framesThisSecond);
-    framesThisSecond = 0;
-    if (latencies.length) {
-      const sorted = latencies.slice().sort((a, b) => a - b);
-      hud.latency.textContent = `${Math.round(sorted[Math.floor(sorted.length / 2)])} ms`;
-      latencies = [];
-    }
+    if (!latencies.length) return;
+    const sorted = latencies.slice().sort((a, b) => a - b);
+    hud.latency.textContent = `${Math.round(sorted[Math.floor(sorted.length / 2)])} ms`;
+    latencies = [];
   }, 1000);
 
   promptForm.addEventListener("submit", (event) => {
@@ -289,13 +208,13 @@
 
   document.getElementById("end-session").addEventListener("click", async () => {
     if (!session) return;
-    ended = true;
+    if (socket) socket.stop();
     try {
       await api("DELETE", `${root.dataset.api}${session.id}/`);
     } catch (err) {
       overlay.textContent = err.message;
     }
-    setState("ended");
+    screen.setState("ended");
   });
 
   canvas.focus();

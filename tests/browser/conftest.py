@@ -7,38 +7,28 @@ Tests that use `live_url` must also use `transactional_db` so the server sees th
 """
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
+from tests.browser.live_server import (
+    ROOT,
+    chromium_path,
+    free_port,
+    launch_chromium,
+    start_daphne,
+    stop,
+    wait_until_up,
+)
+
 CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-dev-shm-usage",
-]  # fmt: skip
 
 
 def _missing(what: str):
     if CI:
         pytest.exit(f"CI=true and {what}", returncode=3)
     pytest.skip(what)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def database_url() -> str:
@@ -50,49 +40,6 @@ def database_url() -> str:
     user = db["USER"] or "postgres"
     auth = f"{user}:{db['PASSWORD']}" if db.get("PASSWORD") else user
     return f"postgres://{auth}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def start_daphne(env: dict, port: int) -> subprocess.Popen:
-    # The log goes to a file, not a pipe: an unread pipe fills up and stalls a chatty server.
-    log = tempfile.NamedTemporaryFile(prefix="daphne-", suffix=".log", delete=False)  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-         "gallery.asgi:application"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    proc.log_path = log.name
-    log.close()
-    return proc
-
-
-def _read_log(proc: subprocess.Popen) -> str:
-    return Path(proc.log_path).read_text(errors="replace")
-
-
-def wait_until_up(proc: subprocess.Popen, url: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            out = _read_log(proc)
-            raise RuntimeError(f"Daphne exited with {proc.returncode}:\n{out[-3000:]}")
-        try:
-            httpx.get(url, timeout=2)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    raise RuntimeError(f"Daphne did not answer at {url}")
-
-
-def stop(proc: subprocess.Popen) -> str:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    out = _read_log(proc)
-    Path(proc.log_path).unlink(missing_ok=True)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +82,7 @@ def live_url(django_db_setup, django_db_blocker, daphne_env, tmp_path_factory):
 # and asyncio tests in later modules could not start theirs.
 @pytest.fixture(scope="module")
 def chromium():
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+    if not chromium_path():
         _missing("Chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
@@ -154,11 +101,7 @@ def chromium():
 
 def _launch(sync_playwright):
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
-            headless=True,
-            args=CHROMIUM_ARGS,
-        )
+        browser = launch_chromium(p)
         yield browser
         browser.close()
 

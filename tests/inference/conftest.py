@@ -1,6 +1,6 @@
 import pytest
 
-from inference.engine import WorldEngine
+from inference.world.engine import WorldEngine
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import redis
 from django.conf import settings
 
 from gallery.models import User
-from sessions import placement_client
+from sessions import worker_client
 from worlds.models import Category, World, WorldStatus, WorldVersion
 
 _counter = itertools.count()
@@ -28,10 +28,10 @@ def clean_placement(redis_url):
     assert db > 10, "play tests flush their Redis db: point REDIS_URL at db 11-15"
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
-    placement_client._placements.clear()
-    yield placement_client.get_placement()
+    worker_client._placements.clear()
+    yield worker_client.get_placement()
     client.flushdb()
-    placement_client._placements.clear()
+    worker_client._placements.clear()
 
 
 class WorkerSlots:

@@ -17,7 +17,8 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.test import Client
 
 from gallery.asgi import application
-from inference.protocol import encode_frame, session_group, worker_channel
+from inference.serving.frames import encode_frame
+from inference.serving.messages import session_group, worker_channel
 from sessions import services
 from sessions.models import EndReason, PlaySession, SessionStatus
 from tests.sessions.play_fixtures import Inbox, make_user, make_world

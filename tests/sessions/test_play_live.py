@@ -8,13 +8,13 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from inference.engine import WorldEngine
-from inference.protocol import HEADER_SIZE, decode_header
+from inference.serving.frames import HEADER_SIZE, decode_header
+from inference.world.engine import WorldEngine
 from sessions import services
 from sessions.models import PlaySession, SessionStatus
+from tests.inference.serving.worker_support import running_worker
 from tests.sessions.play_fixtures import make_user, make_world
 from tests.sessions.test_consumers import WAIT, _cookie_for, _socket, _status
-from tests.sessions.worker_support import running_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 

@@ -4,124 +4,47 @@ client watches; the serving worker is killed (-9) and play resumes on the other 
 
 import asyncio
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-import redis
 import websockets
 from django.db import connection
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from inference.placement import RedisPlacement
-from inference.protocol import decode_header, frame_jpeg
+from inference.serving.frames import decode_header, frame_jpeg
+from inference.serving.placement import RedisPlacement
+from tests.inference.serving.worker_support import WAIT_S, pixels, unique
 from tests.sessions.play_fixtures import make_user, make_world
-from tests.sessions.worker_support import WAIT_S, pixels, unique
+from tests.stack import Processes, clear_placement, daphne_argv, free_port, stack_env, worker_argv
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _clear_placement(url: str) -> None:
-    client = redis.Redis.from_url(url)
-    for key in client.scan_iter("px:play:*"):
-        client.delete(key)
 
 
 @pytest.fixture
 def stack(redis_url, tmp_path):
     """Daphne on a free port + two worker processes, all on this test's database and Redis."""
-    _clear_placement(redis_url)
+    clear_placement(redis_url)
     db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
-        f"{db['PORT'] or 5432}/{db['NAME']}",
-        "REDIS_URL": redis_url,
-        "INFERENCE_IN_PROCESS": "false",
-        "CELERY_TASK_ALWAYS_EAGER": "true",
-        "PYTHONUNBUFFERED": "1",
-    }
-    port = _free_port()
-    logs = []
-
-    def spawn(name, args):
-        log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed below
-        logs.append(log)
-        return subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-    daphne = spawn(
-        "daphne",
-        [
-            str(Path(sys.executable).parent / "daphne"),
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "gallery.asgi:application",
-        ],
+    database_url = (
+        f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}"
     )
+    procs = Processes(tmp_path, stack_env(database_url=database_url, redis_url=redis_url))
+    port = free_port()
+    procs.spawn("daphne", daphne_argv(port))
     workers = {}
     for label in ("a", "b"):
         name = unique(f"stack-{label}")
-        workers[name] = spawn(
-            name,
-            [
-                sys.executable,
-                "manage.py",
-                "inference_worker",
-                "--name",
-                name,
-                "--capacity",
-                "2",
-                "--device",
-                "cpu",
-            ],
-        )
+        workers[name] = procs.spawn(name, worker_argv(name, capacity=2))
     placement = RedisPlacement(redis_url)
     try:
-        deadline = time.monotonic() + WAIT_S * 3
-        while len(placement.live_workers()) < 2 or not _port_open(port):
-            assert time.monotonic() < deadline, "the stack did not come up: " + _tails(tmp_path)
-            for proc in (daphne, *workers.values()):
-                assert proc.poll() is None, "a process died: " + _tails(tmp_path)
-            time.sleep(0.3)
+        procs.wait_up(port=port, placement=placement, workers=2, timeout=WAIT_S * 3)
         yield {"port": port, "workers": workers, "placement": placement}
     finally:
-        for proc in (daphne, *workers.values()):
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in (daphne, *workers.values()):
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for log in logs:
-            log.close()
-        _clear_placement(redis_url)
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.2)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _tails(folder: Path) -> str:
-    return "\n".join(f"--- {p.name}\n{p.read_text()[-1500:]}" for p in folder.glob("*.log"))
+        procs.stop()
+        clear_placement(redis_url)
 
 
 class Client_:

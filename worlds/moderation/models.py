@@ -19,6 +19,8 @@ class ReportReason(models.TextChoices):
     HATE = "hate", "Hate or harassment"
     SELF_HARM = "self_harm", "Self-harm"
     SPAM = "spam", "Spam"
+    WEAPONS = "weapons", "Weapons or explosives instructions"
+    EXTREMISM = "extremism", "Violent extremism"
     OTHER = "other", "Other"
 
 

@@ -6,10 +6,13 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
-from gallery.models import User
+from sessions.models import ACTIVE_STATUSES, PlaySession
 from worlds.models import World
 from worlds.moderation.models import (
     ActionKind,
@@ -50,8 +53,8 @@ class QueueItem:
     latest_at: datetime
     reports: list[Report]
     world: World | None = None
-    target_user: User | None = None
-    session: object | None = None  # sessions.models.PlaySession
+    target_user: AbstractBaseUser | None = None
+    session: PlaySession | None = None
     text: str = ""
     field: str = ""
     actions: list[ModerationAction] = dataclasses.field(default_factory=list)
@@ -119,10 +122,8 @@ def _fill_target(item: QueueItem) -> None:
     if item.target_type == TargetType.WORLD:
         item.world = World.objects.select_related("creator").filter(pk=item.target_id).first()
     elif item.target_type == TargetType.USER:
-        item.target_user = User.objects.filter(pk=item.target_id).first()
+        item.target_user = get_user_model().objects.filter(pk=item.target_id).first()
     elif item.target_type == TargetType.SESSION:
-        from sessions.models import PlaySession
-
         item.session = (
             PlaySession.objects.select_related("world", "player").filter(pk=item.target_id).first()
         )
@@ -201,10 +202,8 @@ def recent_warnings(*, user) -> list[ModerationAction]:
     return list(warnings_for(user=user).filter(created_at__gte=since).order_by("-created_at")[:3])
 
 
-def live_sessions() -> list:
+def live_sessions() -> list[PlaySession]:
     """Every running session, public and private, newest first, with world and player."""
-    from sessions.models import ACTIVE_STATUSES, PlaySession
-
     return list(
         PlaySession.objects.filter(status__in=ACTIVE_STATUSES)
         .select_related("world", "world__creator", "player")
@@ -217,18 +216,14 @@ def prompt_cache_key(session_id) -> str:
 
 
 def recent_prompts(*, session_id, limit: int = 10) -> list[dict]:
-    """The latest in-world prompts of a session, newest first (see services.prompt_record)."""
-    from django.core.cache import cache
-
+    """The latest in-world prompts of a session, newest first (see policy.prompt_record)."""
     return list(cache.get(prompt_cache_key(session_id)) or [])[:limit]
 
 
-def session_for_moderator(*, user, session_id):
+def session_for_moderator(*, user, session_id) -> PlaySession | None:
     """Any session (private ones too) when the viewer is a moderator; None otherwise."""
     if not is_moderator(user):
         return None
-    from sessions.models import PlaySession
-
     try:
         return PlaySession.objects.select_related("world", "player").filter(pk=session_id).first()
     except (ValueError, TypeError):

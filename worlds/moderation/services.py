@@ -1,31 +1,31 @@
-"""Writes for moderation: reports, actions and their effects, appeals, suspensions, the audit.
+"""Writes for moderation: reports, actions and their effects, appeals.
 
-Every decision, automatic or manual, goes through `_audit` exactly once.
+Every decision, automatic or manual, writes one audit entry (`audit.audit_record`). What other
+apps ask of moderation is in `policy`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
-import logging
 import uuid
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from gallery.models import User
+from sessions import services as session_services
+from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession
 from worlds.models import World, WorldStatus
-from worlds.moderation import screening
+from worlds.moderation.audit import Target, audit_record
 from worlds.moderation.models import (
     ActionKind,
     Appeal,
     AppealStatus,
-    AuditEntry,
     ModerationAction,
     Report,
     ReportReason,
@@ -33,31 +33,14 @@ from worlds.moderation.models import (
     Suspension,
     TargetType,
 )
-from worlds.moderation.selectors import is_moderator, prompt_cache_key, suspension_active
+from worlds.moderation.policy import ensure_not_suspended
+from worlds.moderation.selectors import is_moderator, suspension_active, world_removal
 
-log = logging.getLogger(__name__)
-
-SCREENING_ACTOR = "screening"
 REPORT_RATE_WINDOW_S = 3600
-
-
-class UserSuspended(PermissionDenied):
-    """The account is suspended; the message says until when and why."""
-
-    def __init__(self, suspension: Suspension):
-        self.suspension = suspension
-        super().__init__(suspension.describe())
 
 
 class ReportRateLimited(Exception):
     pass
-
-
-def ensure_not_suspended(user) -> None:
-    """The one hook publishing, playing and reporting call first. Anonymous users pass."""
-    suspension = suspension_active(user=user)
-    if suspension is not None:
-        raise UserSuspended(suspension)
 
 
 def ensure_moderator(user) -> None:
@@ -66,16 +49,6 @@ def ensure_moderator(user) -> None:
 
 
 # --- Targets --------------------------------------------------------------------------------
-
-
-@dataclass
-class Target:
-    type: str
-    id: str
-    label: str
-    world: World | None = None
-    user: User | None = None  # the person responsible: the creator, the player, the user
-    session: object | None = None  # sessions.models.PlaySession
 
 
 def _invalid(field: str, message: str) -> ValidationError:
@@ -126,18 +99,16 @@ def _world_by_key(key: str) -> World:
     return world
 
 
-def _user_by_key(key: str) -> User:
-    user = User.objects.filter(username=key).first()
+def _user_by_key(key: str) -> AbstractBaseUser:
+    user = get_user_model().objects.filter(username=key).first()
     if user is None and key.isdigit():
-        user = User.objects.filter(pk=int(key)).first()
+        user = get_user_model().objects.filter(pk=int(key)).first()
     if user is None:
         raise _invalid("target_id", "No user with this id.")
     return user
 
 
-def _session_by_key(key: str):
-    from sessions.models import PlaySession
-
+def _session_by_key(key: str) -> PlaySession:
     try:
         session_id = uuid.UUID(key)
     except ValueError:
@@ -157,17 +128,19 @@ def text_target_id(*, text: str, field: str, world: World | None, session_id=Non
 # --- Reports --------------------------------------------------------------------------------
 
 
-def _rate_limit(user: User) -> None:
+def _rate_limit(user: AbstractBaseUser) -> None:
     """At most MODERATION_REPORTS_PER_HOUR reports per user in a fixed window (shared cache,
     so every web process counts together)."""
     limit = settings.MODERATION_REPORTS_PER_HOUR
     key = f"moderation:reports:{user.pk}"
-    cache.add(key, 0, timeout=REPORT_RATE_WINDOW_S)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=REPORT_RATE_WINDOW_S)
-        count = 1
+    if cache.add(key, 1, timeout=REPORT_RATE_WINDOW_S):
+        count = 1  # the window's first report
+    else:
+        try:
+            count = cache.incr(key)
+        except ValueError:  # the window expired between add and incr
+            cache.set(key, 1, timeout=REPORT_RATE_WINDOW_S)
+            count = 1
     if count > limit:
         raise ReportRateLimited(
             f"You have sent {limit} reports in the last hour. Please try again later."
@@ -176,7 +149,7 @@ def _rate_limit(user: User) -> None:
 
 def report_create(
     *,
-    reporter: User,
+    reporter: AbstractBaseUser,
     target_type: str,
     reason: str,
     target_id: str = "",
@@ -262,65 +235,6 @@ def _visible_for_report(world: World) -> bool:
     return world.status != WorldStatus.DRAFT
 
 
-HELD_FIELDS = (
-    "title",
-    "description",
-    "prompt",
-    "story_opening",
-    "character_name",
-    "character_persona",
-    "character_greeting",
-)
-
-
-def world_held_by_screening(*, world: World, result: screening.Screening | None = None) -> Report:
-    """A world that screening put in review goes to the queue as an automatic report, with one
-    audit entry. Call it after the world was saved as in review; calling again changes nothing.
-    """
-    if result is None or result.allowed:
-        result = screening.screen_fields({name: getattr(world, name) for name in HELD_FIELDS})
-    category = result.category or ReportReason.OTHER
-    with transaction.atomic():
-        report, created = Report.objects.get_or_create(
-            reporter=None,
-            target_type=TargetType.WORLD,
-            target_id=str(world.pk),
-            status=ReportStatus.OPEN,
-            defaults={
-                "world": world,
-                "target_user": world.creator,
-                "reason": category,
-                "note": f"Automatic screening held the {result.field or 'text'}.",
-                "field": result.field,
-            },
-        )
-        if created:
-            target = Target(TargetType.WORLD, str(world.pk), world.title, world, world.creator)
-            _audit(
-                actor=None,
-                action=ActionKind.HOLD,
-                target=target,
-                reason=result.message or "Held for review by automatic screening.",
-                before={"status": "publish requested"},
-                after={"status": world.status, "category": category},
-            )
-    return report
-
-
-def screening_refusal_record(
-    *, user, result: screening.Screening, target_type: str, target_id: str, label: str = ""
-) -> AuditEntry:
-    """Audit an automatic refusal (a blocked title, a rejected in-world prompt)."""
-    return _audit(
-        actor=None,
-        action=ActionKind.REFUSE,
-        target=Target(target_type, str(target_id), label[:200], user=user),
-        reason=result.message,
-        before={},
-        after={"verdict": result.verdict, "category": result.category, "field": result.field},
-    )
-
-
 # --- Actions --------------------------------------------------------------------------------
 
 WORLD_ACTIONS = {ActionKind.UNLIST, ActionKind.REMOVE, ActionKind.RESTORE, ActionKind.REJECT_APPEAL}
@@ -340,7 +254,7 @@ MODERATOR_ACTIONS = (
 
 def action_take(
     *,
-    moderator: User,
+    moderator: AbstractBaseUser,
     kind: str,
     target_type: str,
     target_id: str,
@@ -375,7 +289,7 @@ def action_take(
             reason=reason,
         )
         _close_reports(target=target, action=action)
-        _audit(
+        audit_record(
             actor=moderator, action=kind, target=target, reason=reason, before=before, after=after
         )
     _after_commit(kind=kind, target=target, reason=reason)
@@ -395,7 +309,7 @@ def _require_world(target: Target) -> World:
     return target.world
 
 
-def _require_user(target: Target) -> User:
+def _require_user(target: Target) -> AbstractBaseUser:
     if target.user is None:
         raise _invalid("kind", "This target has no user to act on (an anonymous player).")
     return target.user
@@ -526,64 +440,27 @@ _EFFECTS = {
 def _after_commit(*, kind: str, target: Target, reason: str) -> None:
     """Effects outside the database (ending live sessions tells workers and players): run once
     the decision is committed, so a rolled-back action never ends anyone's session."""
-    from sessions import services as session_services
-    from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession
-
+    message = f"Ended by a moderator: {reason}"
     if kind == ActionKind.END_SESSION:
-        sessions = [target.session]
+        session_services.session_end(
+            session=target.session, reason=EndReason.MODERATOR, message=message
+        )
     elif kind == ActionKind.REMOVE:
-        sessions = list(PlaySession.objects.filter(world=target.world, status__in=ACTIVE_STATUSES))
+        session_services.session_end_for_world(
+            world=target.world, reason=EndReason.MODERATOR, message=message
+        )
     elif kind == ActionKind.SUSPEND:
-        sessions = list(PlaySession.objects.filter(player=target.user, status__in=ACTIVE_STATUSES))
-    else:
-        return
-    for session in sessions:
-        _end_session(session_services, session, EndReason.MODERATOR, reason)
-
-
-def _end_session(session_services, session, code: str, reason: str) -> None:
-    end = session_services.session_end
-    if "message" in inspect.signature(end).parameters:
-        end(session=session, reason=code, message=reason)
-        return
-    # The player is told the moderator's reason first; the status that session_end sends next
-    # (reason "moderator") finds the socket already ended and is dropped by the consumer.
-    _tell_player(session, f"Ended by a moderator: {reason}")
-    end(session=session, reason=code)
-
-
-def _tell_player(session, text: str) -> None:
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
-    from inference.protocol import session_group
-
-    message = {"type": "session.status", "state": "ended", "fps": 0.0, "reason": text}
-    try:
-        async_to_sync(get_channel_layer().group_send)(session_group(session.pk), message)
-    except Exception:  # noqa: BLE001 - an unreachable layer must not undo the decision
-        log.exception("could not tell session %s why it ended", session.pk)
-
-
-# --- Live oversight -----------------------------------------------------------------------
-
-RECENT_PROMPTS = 20
-
-
-def prompt_record(*, session_id, text: str, status: str) -> None:
-    """Remember a session's latest in-world prompts (applied or rejected) for the live page.
-    Kept in the shared cache for the session's lifetime: oversight, not an archive."""
-    key = prompt_cache_key(session_id)
-    recent = cache.get(key) or []
-    recent.insert(0, {"text": text[:300], "status": status, "at": timezone.now().isoformat()})
-    timeout = settings.SESSION_MAX_SECONDS + 3600
-    cache.set(key, recent[:RECENT_PROMPTS], timeout=timeout)
+        playing = PlaySession.objects.filter(player=target.user, status__in=ACTIVE_STATUSES)
+        for session in playing:
+            session_services.session_end(
+                session=session, reason=EndReason.MODERATOR, message=message
+            )
 
 
 # --- Appeals --------------------------------------------------------------------------------
 
 
-def appeal_create(*, world: World, by: User, text: str) -> Appeal:
+def appeal_create(*, world: World, by: AbstractBaseUser, text: str) -> Appeal:
     """The creator's one appeal against the removal of their world; it goes back to the queue."""
     if by is None or not by.is_authenticated or world.creator_id != by.pk:
         raise PermissionDenied("Only the creator can appeal.")
@@ -592,8 +469,6 @@ def appeal_create(*, world: World, by: User, text: str) -> Appeal:
         raise _invalid("text", "Say why the world should be restored.")
     if len(text) > 2000:
         raise _invalid("text", "Keep the appeal under 2000 characters.")
-    from worlds.moderation.selectors import world_removal
-
     removal = world_removal(world=world)
     if removal is None:
         raise _invalid("world", "Only a removed world can be appealed.")
@@ -605,7 +480,7 @@ def appeal_create(*, world: World, by: User, text: str) -> Appeal:
             appeal = Appeal.objects.create(
                 world=world, action=removal.action, appellant=by, text=text
             )
-            _audit(
+            audit_record(
                 actor=by,
                 action=ActionKind.APPEAL,
                 target=target,
@@ -616,22 +491,3 @@ def appeal_create(*, world: World, by: User, text: str) -> Appeal:
     except IntegrityError:  # two tabs appealing at once: the constraint keeps one
         raise _invalid("world", "You already appealed this removal.") from None
     return appeal
-
-
-# --- Audit ----------------------------------------------------------------------------------
-
-
-def _audit(
-    *, actor: User | None, action: str, target: Target, reason: str, before: dict, after: dict
-) -> AuditEntry:
-    return AuditEntry.objects.create(
-        actor=actor,
-        actor_name=actor.username if actor is not None else SCREENING_ACTOR,
-        action=action,
-        target_type=target.type,
-        target_id=target.id,
-        target_label=(target.label or "")[:200],
-        reason=reason,
-        before=before,
-        after=after,
-    )

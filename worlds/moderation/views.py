@@ -12,7 +12,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from worlds.models import World
-from worlds.moderation import selectors, services
+from worlds.moderation import policy, selectors, services
 from worlds.moderation.forms import ActionForm, AppealForm, AuditFilterForm, ReportForm
 from worlds.moderation.models import ReportReason
 
@@ -130,7 +130,7 @@ def report(request: HttpRequest) -> HttpResponse:
                 world_key=data["world"],
                 session_key=data["session"],
             )
-        except services.UserSuspended as exc:
+        except policy.UserSuspended as exc:
             messages.error(request, str(exc))
         except services.ReportRateLimited as exc:
             messages.error(request, str(exc))

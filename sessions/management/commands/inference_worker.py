@@ -1,7 +1,8 @@
 """`manage.py inference_worker`: one inference worker process (one per GPU or CPU box).
 
-A thin shell around `inference.worker.InferenceWorker` on the project's channel layer and the
-Redis placement. SIGTERM/SIGINT hand every session to another worker before the process exits;
+A thin shell around `inference.serving.worker.InferenceWorker` on the project's channel layer
+and the Redis placement. SIGTERM/SIGINT hand every session to another worker before the
+process exits;
 kill -9 leaves that to the other workers' failover.
 """
 
@@ -15,8 +16,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from inference.placement import RedisPlacement
-from inference.worker import InferenceWorker
+from inference.serving.placement import RedisPlacement
+from inference.serving.worker import InferenceWorker
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")  # a valid channel-name part
 

@@ -1,9 +1,9 @@
 """Load the demo creator and a starter catalog. Idempotent: worlds already there are left alone."""
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from gallery.models import User
 from worlds import services
 from worlds.models import World
 
@@ -167,7 +167,7 @@ class Command(BaseCommand):
     help = "Load the demo creator and at least 12 worlds across the four categories (idempotent)."
 
     def handle(self, *args, **options) -> None:
-        creator, made = User.objects.get_or_create(
+        creator, made = get_user_model().objects.get_or_create(
             username=DEMO_USERNAME,
             defaults={"display_name": "Parallax Studio", "bio": "Demo worlds to start from."},
         )

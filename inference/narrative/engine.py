@@ -1,0 +1,587 @@
+"""Story picks and character dialogue, composed from the live world and the story so far.
+
+No generative language model runs offline, only the all-MiniLM-L6-v2 encoder
+(`inference.world.text`). So text comes from a grammar of story beats and reply templates whose
+slots are filled from the
+world's live state (`WorldEngine.describe`) and the story so far; the encoder ranks candidate
+beats by coherence with the story (and keeps the two options apart), and sorts a player's line
+into an intent by its nearest exemplar.
+
+Every world change goes through an event text from `EVENTS`, each one recognised by the shipped
+world model as exactly that change (tests/inference/test_narrative.py checks them all), so a pick
+or a granted request visibly changes the world.
+
+Pure functions over small frozen dataclasses: the worker replaces a session's state wholesale, so
+a snapshot taken on another thread never sees half an update. Django-free.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from inference.world import spec as ws
+from inference.world import text as text_encoder
+
+STORY_LINES_SHOWN = 12  # story so far sent with each pair of options
+MAX_LINE_CHARS = 240
+
+# --- world events: text the event heads recognise, and what each does ----------------------
+# (kind, value) -> event text. kind is a key of WorldEngine.describe (feature: no state key).
+EVENTS: dict[tuple[str, str], str] = {
+    ("weather", "clear"): "the sky clears",
+    ("weather", "rain"): "it starts to rain",
+    ("weather", "snow"): "it starts to snow",
+    ("weather", "fog"): "fog rolls in",
+    ("time", "day"): "the sun rises",
+    ("time", "dusk"): "the sun begins to set",
+    ("time", "night"): "night falls",
+    **{("creature", c): f"a {c} appears" for c in ws.CREATURES},
+    ("feature", "pond"): "a pond appears",
+    ("feature", "flowers"): "flowers bloom all around",
+    ("feature", "rocks"): "rocks rise from the ground",
+}
+
+PLACES = {
+    "meadow": "meadow",
+    "forest": "woods",
+    "desert": "dunes",
+    "snow": "snowfield",
+    "coast": "shore",
+    "town": "village",
+    "cave": "cavern",
+}
+# What stands in the place when the story names nothing itself.
+LANDMARKS = {
+    "meadow": "old stone wall",
+    "forest": "hollow oak",
+    "desert": "ruined well",
+    "snow": "frozen cairn",
+    "coast": "wrecked boat",
+    "town": "town well",
+    "cave": "glowing pool",
+}
+WEATHER_WORDS = {"clear": "clear sky", "rain": "rain", "snow": "snow", "fog": "fog"}
+TIME_WORDS = {"day": "daylight", "dusk": "dusk", "night": "night"}
+TIME_PHRASES = {"day": "by day", "dusk": "at dusk", "night": "at night"}
+# Concrete nouns a story may be about; the ones it mentioned last fill the options' {motif}.
+MOTIFS = (
+    "lighthouse boat boats ship harbour letter map caravan tracks campfire queen envoy castle "
+    "tower bridge shrine door key mushrooms lantern bell well road path river cave crown sword "
+    "book stranger wagon cart garden statue gate ruins market"
+).split()
+MOTIFS_RECENT = 3
+
+
+class ChoiceError(ValueError):
+    """A pick for options that are not (or no longer) on offer."""
+
+
+def describe_place(world: dict) -> str:
+    return PLACES.get(world.get("biome", ""), "land")
+
+
+def _in_place(world: dict) -> str:
+    place = describe_place(world)
+    return f"on the {place}" if place in ("shore", "snowfield") else f"in the {place}"
+
+
+def apply_to_description(world: dict, event: tuple[str, str]) -> dict:
+    """The description a world will have once `event` is applied (features change no key)."""
+    kind, value = event
+    out = {**world, "creatures": list(world.get("creatures", []))}
+    if kind == "creature":
+        out["creatures"].append(value)
+    elif kind in ("weather", "time"):
+        out[kind] = value
+    return out
+
+
+# --- story -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Beat:
+    """One kind of story step: which event it causes, and how it reads before and after."""
+
+    name: str
+    event: tuple[str, str]  # (kind, value); value "*" = a creature kind chosen at fill time
+    label: str  # the option the player sees
+    narration: str  # the line the story gains when it is picked
+
+
+BEATS = (
+    Beat("shelter", ("weather", "rain"), "Hurry to the {motif} before the rain",
+         "Clouds gather over the {place}; you run for the {motif} as it starts to rain."),
+    Beat("storm_walk", ("weather", "rain"), "Walk on into the coming storm",
+         "You walk on, and rain begins to drum on the {place}."),
+    Beat("snowfall", ("weather", "snow"), "Wait for the first snow by the {motif}",
+         "You wait by the {motif}; the air chills and it starts to snow."),
+    Beat("fog", ("weather", "fog"), "Slip away into the mist",
+         "Fog rolls in over the {place}, and you slip away unseen."),
+    Beat("fog_search", ("weather", "fog"), "Search for the {motif} as the fog comes",
+         "You search for the {motif} while a thick fog settles on the {place}."),
+    Beat("clearing", ("weather", "clear"), "Wait for the {weather} to pass",
+         "You wait it out; the {weather} passes and the sky clears above the {place}."),
+    Beat("dawn", ("time", "day"), "Rest until morning",
+         "You rest by the {motif}; the sun rises over the {place}."),
+    Beat("dusk", ("time", "dusk"), "Follow the road until the sun sets",
+         "You follow the road across the {place} as the sun begins to set."),
+    Beat("night_watch", ("time", "night"), "Keep watch over the {motif} until dark",
+         "You keep watch over the {motif}, and night falls on the {place}."),
+    Beat("night_sneak", ("time", "night"), "Wait for nightfall to move unseen",
+         "You wait in the shadows of the {place} until night falls."),
+    Beat("tracks", ("creature", "*"), "Follow the {creature} tracks",
+         "You follow the tracks through the {place}, and a {creature} appears ahead."),
+    Beat("call", ("creature", "*"), "Call out across the {place}",
+         "Your call echoes over the {place}; a {creature} appears to answer it."),
+    Beat("bait", ("creature", "*"), "Leave food by the {motif} and wait",
+         "You leave food by the {motif} and wait; soon a {creature} appears."),
+    Beat("spring", ("feature", "pond"), "Dig where the ground is damp",
+         "You dig near the {motif}, and water wells up until a pond appears."),
+    Beat("bloom", ("feature", "flowers"), "Scatter the seeds you carry",
+         "You scatter your seeds across the {place}, and flowers bloom all around."),
+    Beat("rockfall", ("feature", "rocks"), "Climb the slope above the {motif}",
+         "You climb above the {motif}; loose stones slide and rocks rise from the ground."),
+)  # fmt: skip
+BEAT_BY_NAME = {b.name: b for b in BEATS}
+
+
+@dataclass(frozen=True)
+class Option:
+    beat: str
+    label: str
+    narration: str
+    event: tuple[str, str]
+
+    @property
+    def event_text(self) -> str:
+        return EVENTS[self.event]
+
+
+@dataclass(frozen=True)
+class Story:
+    """A story world's narrative state: everything failover needs lives in `to_meta()`."""
+
+    lines: tuple[str, ...]  # the story so far: the opening, then one line per pick
+    picks: tuple[str, ...] = ()  # beat names picked, oldest first
+    offered: tuple[str, ...] = ()  # beat names of the last pair, picked or not
+    index: int = 0  # pairs offered so far; the current pair is "c<index>"
+    options: tuple[Option, ...] = ()  # the pair on offer, empty between a pick and the next
+
+    @property
+    def choice_id(self) -> str:
+        return f"c{self.index}" if self.options else ""
+
+    def to_meta(self) -> dict:
+        options = [[o.beat, o.label, o.narration, *o.event] for o in self.options]
+        return {
+            "kind": "story",
+            "lines": list(self.lines),
+            "picks": list(self.picks),
+            "offered": list(self.offered),
+            "index": self.index,
+            "options": options,
+        }
+
+
+def story_start(opening: str, world: dict) -> Story:
+    first = _clean(opening)
+    if not first:
+        first = f"You arrive in the {describe_place(world)} {TIME_PHRASES[world['time']]}."
+    return Story(lines=(first,))
+
+
+def story_offer(story: Story, world: dict, seed: int) -> Story:
+    """The next pair of options: deterministic for (seed, pair index, story so far)."""
+    index = story.index + 1
+    rng = np.random.default_rng([seed & 0x7FFFFFFF, index, zlib.crc32(_story_text(story).encode())])
+    candidates = _candidates(story, world, rng)
+    texts = [f"{c.label}. {c.narration}" for c in candidates]
+    vecs = text_encoder.embed([_story_text(story, recent=3), *texts])
+    context, cand = vecs[0], vecs[1:]
+    coherence = np.round(cand @ context, 4)
+    picked, passed = set(story.picks[-2:]), set(story.offered) - set(story.picks[-1:])
+    score = coherence + rng.uniform(0, 0.05, len(candidates))  # variety between equal fits
+    # Fresh turns: not what was just done, nor at once again what was just passed over.
+    score -= np.array([0.3 * (c.beat in picked) + 0.15 * (c.beat in passed) for c in candidates])
+    first = int(np.argmax(score))
+    # Maximal marginal relevance: the second option fits the story but differs from the first.
+    overlap = np.round(cand @ cand[first], 4)
+    second_score = score - 0.7 * overlap
+    for i, c in enumerate(candidates):
+        if i == first or c.event[0] == candidates[first].event[0]:
+            second_score[i] = -np.inf
+    second = int(np.argmax(second_score))
+    return replace(story, index=index, options=(candidates[first], candidates[second]))
+
+
+def story_pick(story: Story, choice_id: str, option: int) -> tuple[Story, Option]:
+    """The story with the pick's line added and no options on offer, and the picked option."""
+    if not story.options or choice_id != story.choice_id:
+        raise ChoiceError("That choice is no longer on offer.")
+    if option not in (0, 1):
+        raise ChoiceError("option must be 0 or 1.")
+    picked = story.options[option]
+    after = replace(
+        story,
+        lines=(*story.lines, picked.narration),
+        picks=(*story.picks, picked.beat),
+        offered=tuple(o.beat for o in story.options),
+        options=(),
+    )
+    return after, picked
+
+
+def choices_message(story: Story) -> dict:
+    return {
+        "choice_id": story.choice_id,
+        "options": [o.label for o in story.options],
+        "story": list(story.lines[-STORY_LINES_SHOWN:]),
+    }
+
+
+def _candidates(story: Story, world: dict, rng: np.random.Generator) -> list[Option]:
+    slots = {
+        "place": describe_place(world),
+        "weather": WEATHER_WORDS.get(world.get("weather", ""), "weather"),
+    }
+    motifs = _motifs(story, world)
+    present = list(world.get("creatures") or [])
+    out = []
+    for beat in BEATS:
+        kind, value = beat.event
+        if kind in ("weather", "time") and world.get(kind) == value:
+            continue  # it is raining already: "it starts to rain" would change nothing
+        if beat.name == "clearing" and world.get("weather") == "clear":
+            continue
+        if value == "*":
+            # Prefer a kind the story has not met yet; a deterministic draw among them.
+            fresh = [c for c in ws.CREATURES if c not in present] or list(ws.CREATURES)
+            value = fresh[int(rng.integers(len(fresh)))]
+        motif = motifs[int(rng.integers(len(motifs)))]
+        filled = {**slots, "creature": value, "motif": motif}
+        out.append(
+            Option(
+                beat=beat.name,
+                label=beat.label.format(**filled),
+                narration=beat.narration.format(**filled),
+                event=(kind, value),
+            )
+        )
+    return out
+
+
+def _motifs(story: Story, world: dict) -> list[str]:
+    """The concrete things the story mentioned last (most recent first), or the place's own
+    landmark when it names none."""
+    found: list[str] = []
+    for line in reversed(story.lines):
+        for word in reversed(re.findall(r"[a-z]+", line.lower())):
+            if word in MOTIFS and word not in found:
+                found.append(word)
+    return found[:MOTIFS_RECENT] or [LANDMARKS.get(world.get("biome", ""), "old path")]
+
+
+def _story_text(story: Story, recent: int | None = None) -> str:
+    lines = story.lines if recent is None else story.lines[:1] + story.lines[1:][-recent:]
+    return " ".join(lines)
+
+
+# --- character dialogue ------------------------------------------------------------------------
+
+INTENTS: dict[str, tuple[str, ...]] = {
+    "greeting": ("hello", "hi there", "good morning", "hey, nice to meet you", "greetings"),
+    "identity": ("who are you?", "what is your name?", "tell me about yourself",
+                 "what do you do here?", "what are you?"),
+    "place": ("where are we?", "what is this place?", "where am I?", "describe this place",
+              "what's around here?"),
+    "weather": ("what's the weather like?", "is it raining?", "how is the weather today?",
+                "will it snow?", "why is it so foggy?"),
+    "time": ("what time is it?", "is it night already?", "how late is it?", "is it morning?"),
+    "creatures": ("are there any animals here?", "what creatures live here?",
+                  "did you see that fox?", "is it dangerous around here?", "any wolves nearby?"),
+    "wellbeing": ("how are you?", "how are you doing?", "are you okay?", "how do you feel?"),
+    "farewell": ("goodbye", "see you later", "bye", "I have to go now", "farewell"),
+    "thanks": ("thank you", "thanks a lot", "much appreciated"),
+    "change": ("can you make it rain?", "make it snow please", "please make it night",
+               "could you summon a fox?", "make some flowers grow", "change the weather",
+               "can you bring out the sun?", "call a wolf here"),
+}  # fmt: skip
+INTENT_MIN_SIMILARITY = 0.45  # below it a line is "unknown"
+# (kind, value) -> how a player asks for it; the nearest phrase to a "change" line is granted.
+REQUESTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("weather", "clear"): ("make the sky clear", "make the sun come out", "stop the rain"),
+    ("weather", "rain"): ("make it rain", "bring the rain"),
+    ("weather", "snow"): ("make it snow", "bring the snow"),
+    ("weather", "fog"): ("make it foggy", "bring the fog"),
+    ("time", "day"): ("make it day", "make it morning", "bring the sunrise"),
+    ("time", "dusk"): ("make it evening", "make it dusk", "make the sun set"),
+    ("time", "night"): ("make it night", "make it dark"),
+    **{("creature", c): (f"bring a {c} here", f"summon a {c}") for c in ws.CREATURES},
+    ("feature", "pond"): ("make a pond", "make water spring up"),
+    ("feature", "flowers"): ("make flowers grow", "make flowers bloom"),
+    ("feature", "rocks"): ("make rocks rise", "make boulders appear"),
+}
+REQUEST_MIN_SIMILARITY = 0.5
+# A line that asks for something ("make it rain", "could you bring a fox") rather than asks
+# about it ("is it raining?"): with a close request phrase it is a change, whatever the nearest
+# exemplar says.
+REQUEST_CUE = re.compile(
+    r"\b(make|bring|summon|call|conjure|let|stop|could you|can you|would you|please)\b", re.I
+)
+
+# Tone from the persona card, by its nearest description; each tone opens (a whole sentence, so
+# the template's own sentence starts with a capital) and closes lines.
+# name -> (what such a persona says of itself, openers, how plain statements end)
+TONES = {
+    "warm": ("cheerful, kind, friendly and curious", ("Oh!", "Ah.", "Well now."), "!"),
+    "gruff": ("gruff, grumpy, slow to trust", ("Hmph.", "Bah.", "Hm."), "."),
+    "grand": ("boastful, proud, loves to exaggerate tall tales", ("Ha!", "Ahoy!", "Hah!"), "!"),
+    "sly": ("mischievous, playful, speaks in riddles", ("Heh.", "Hmm...", "Ooh."), "..."),
+}
+
+REPLIES: dict[str, tuple[str, ...]] = {
+    "greeting": ("{open} Hello to you too, traveller.", "{open} Welcome to the {place}."),
+    "identity": ("{open} I'm {name}, {persona}", "{open} Name's {name}. {persona_cap}"),
+    "place": ("{open} This is the {place}, {time_phrase}, {weather_phrase}.",
+              "{open} You're {in_place}. {creature_phrase}"),
+    "weather": ("{open} {weather_sentence}", "{open} Look up: {weather_phrase}."),
+    "time": ("{open} It's {time_word} here {in_place}.", "{open} {time_sentence}"),
+    "creatures": ("{open} {creature_phrase}", "{open} Keep your eyes open. {creature_phrase}"),
+    "wellbeing": ("{open} I'm well enough, with {weather_phrase} over the {place}.",
+                  "{open} Better now that I've company."),
+    "farewell": ("{open} Safe roads, traveller.", "{open} Off you go, then. Come back soon."),
+    "thanks": ("{open} Don't mention it.", "{open} Any time."),
+    "change_done": ("{open} As you wish: {event_text}.", "{open} Watch closely... {event_text}."),
+    "change_moot": ("{open} Look around: {state_phrase} already.",),
+    "change_no": ("{open} That is beyond even me.", "{open} I can't change that, friend."),
+    "unknown": ("{open} I don't follow. Ask me about the {place}, or about me.",
+                "{open} Say that another way?"),
+}  # fmt: skip
+MAX_REPLY_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Character:
+    name: str
+    persona: str
+    greeting: str
+    turn: int = 0  # lines answered so far
+    greeted: bool = False
+    last_intent: str = ""
+
+    def to_meta(self) -> dict:
+        return {
+            "kind": "character",
+            "name": self.name,
+            "persona": self.persona,
+            "greeting": self.greeting,
+            "turn": self.turn,
+            "greeted": self.greeted,
+            "last_intent": self.last_intent,
+        }
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    intent: str
+    event: tuple[str, str] | None = None  # a world change to apply with the reply
+
+    @property
+    def event_text(self) -> str | None:
+        return EVENTS[self.event] if self.event else None
+
+
+def character_start(card: dict) -> Character:
+    name = _clean(str(card.get("name") or ""))[:60] or "Stranger"
+    persona = _clean(str(card.get("persona") or ""))
+    greeting = _clean(str(card.get("greeting") or "")) or f"Hello there. I'm {name}."
+    return Character(name=name, persona=persona, greeting=greeting)
+
+
+def character_greet(character: Character) -> tuple[Character, str]:
+    return replace(character, greeted=True), character.greeting
+
+
+def classify(line: str) -> tuple[str, float]:
+    """The intent of a player's line by its nearest exemplar, and that similarity."""
+    names = [n for n, exemplars in INTENTS.items() for _ in exemplars]
+    vecs = text_encoder.embed([line, *[e for ex in INTENTS.values() for e in ex]])
+    sims = vecs[1:] @ vecs[0]
+    best = int(np.argmax(sims))
+    if sims[best] < INTENT_MIN_SIMILARITY:
+        return "unknown", float(sims[best])
+    return names[best], float(sims[best])
+
+
+def requested_event(line: str) -> tuple[str, str] | None:
+    keys = [key for key, phrases in REQUESTS.items() for _ in phrases]
+    vecs = text_encoder.embed([line, *[p for phrases in REQUESTS.values() for p in phrases]])
+    sims = vecs[1:] @ vecs[0]
+    best = int(np.argmax(sims))
+    return keys[best] if sims[best] >= REQUEST_MIN_SIMILARITY else None
+
+
+def character_reply(
+    character: Character, world: dict, line: str, seed: int
+) -> tuple[Character, Reply]:
+    """Answer one player line in character; deterministic for (seed, turn, line, world)."""
+    line = _clean(line)[:500]
+    intent, _ = classify(line) if line else ("unknown", 0.0)
+    requested = requested_event(line) if line else None
+    if requested is not None and REQUEST_CUE.search(line):
+        intent = "change"
+    elif intent != "change":
+        requested = None
+    key = intent
+    if intent == "change":
+        if requested is None:
+            key = "change_no"
+        elif requested[0] in ("weather", "time") and world.get(requested[0]) == requested[1]:
+            key = "change_moot"  # already so: nothing to apply
+        else:
+            key = "change_done"
+    rng = np.random.default_rng([seed & 0x7FFFFFFF, character.turn, zlib.crc32(line.encode())])
+    slots = _reply_slots(character, world, requested, rng)
+    templates = REPLIES[key]
+    text = templates[int(rng.integers(len(templates)))].format(**slots)
+    text = _clip(" ".join(text.split()), MAX_REPLY_CHARS)
+    turned = replace(character, turn=character.turn + 1, last_intent=intent)
+    event = requested if key == "change_done" else None
+    return turned, Reply(text=text, intent=intent, event=event)
+
+
+def _reply_slots(character: Character, world: dict, event, rng) -> dict:
+    tone = _tone(character.persona)
+    _, openers, end = TONES[tone]
+    place = describe_place(world)
+    weather, time = world.get("weather", "clear"), world.get("time", "day")
+    creatures = sorted(set(world.get("creatures") or []))
+    persona = _persona_clause(character.persona) or f"and this {place} is my home{end}"
+    weather_phrase = {
+        "clear": "clear skies",
+        "rain": "rain coming down",
+        "snow": "snow falling",
+        "fog": "fog all around",
+    }[weather]
+    if creatures:
+        creature_phrase = f"I've seen {_and([_a(c) for c in creatures])} about{end}"
+    else:
+        creature_phrase = f"Nothing stirs {_in_place(world)} just now{end}"
+    state_phrase = {
+        "weather": weather_phrase,
+        "time": f"it's {TIME_WORDS[time]}",
+    }.get(event[0] if event else "", weather_phrase)
+    return {
+        "open": openers[int(rng.integers(len(openers)))],
+        "name": character.name,
+        "persona": persona,
+        "persona_cap": persona[:1].upper() + persona[1:],
+        "place": place,
+        "in_place": _in_place(world),
+        "time_word": TIME_WORDS[time],
+        "time_phrase": TIME_PHRASES[time],
+        "time_sentence": {
+            "day": "The sun's up; plenty of day left.",
+            "dusk": "The sun's going down; dusk already.",
+            "night": "It's dark. Night has the place now.",
+        }[time],
+        "weather_phrase": weather_phrase,
+        "weather_sentence": {
+            "clear": f"Not a cloud over the {place}.",
+            "rain": "It's raining; mind the mud.",
+            "snow": "Snow, and more on the way.",
+            "fog": "Fog so thick you could lose your boots in it.",
+        }[weather],
+        "creature_phrase": creature_phrase,
+        "event_text": EVENTS[event] if event else "",
+        "state_phrase": state_phrase,
+    }
+
+
+def _tone(persona: str) -> str:
+    if not persona:
+        return "warm"
+    names = list(TONES)
+    vecs = text_encoder.embed([persona, *[TONES[n][0] for n in names]])
+    return names[int(np.argmax(vecs[1:] @ vecs[0]))]
+
+
+def _persona_clause(persona: str) -> str:
+    """'A gruff marsh ferryman, slow to trust.' -> 'a gruff marsh ferryman, slow to trust.'"""
+    first = re.split(r"(?<=[.!?])\s", persona, maxsplit=1)[0].strip()
+    if not first:
+        return ""
+    if not first.endswith((".", "!", "?")):
+        first += "."
+    if re.match(r"(A|An|The)\b", first):
+        first = first[0].lower() + first[1:]
+    return _clip(first, 140)
+
+
+# --- both --------------------------------------------------------------------------------------
+
+
+def begin(
+    category: str, world: dict, *, opening: str = "", character: dict | None = None
+) -> Story | Character | None:
+    """The narrative a new world of this category starts with (None: it has none)."""
+    if category == "stories":
+        return story_start(opening, world)
+    if category == "characters":
+        return character_start(character if isinstance(character, dict) else {})
+    return None
+
+
+def from_meta(meta) -> Story | Character | None:
+    """Rebuild a state from `to_meta()`; anything unreadable gives None (the world still plays)."""
+    if not isinstance(meta, dict):
+        return None
+    try:
+        if meta.get("kind") == "story":
+            options = tuple(
+                Option(beat=o[0], label=o[1], narration=o[2], event=(o[3], o[4]))
+                for o in meta.get("options") or []
+            )
+            if any(o.event not in EVENTS for o in options):
+                options = ()
+            return Story(
+                lines=tuple(str(line) for line in meta["lines"]) or ("",),
+                picks=tuple(str(p) for p in meta.get("picks") or []),
+                offered=tuple(str(p) for p in meta.get("offered") or []),
+                index=int(meta.get("index") or 0),
+                options=options,
+            )
+        if meta.get("kind") == "character":
+            return Character(
+                name=str(meta["name"]),
+                persona=str(meta.get("persona") or ""),
+                greeting=str(meta.get("greeting") or ""),
+                turn=int(meta.get("turn") or 0),
+                greeted=bool(meta.get("greeted")),
+                last_intent=str(meta.get("last_intent") or ""),
+            )
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    return None
+
+
+def _clean(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

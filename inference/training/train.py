@@ -1,0 +1,418 @@
+"""Train the world model from scratch on data the reference simulator makes on the fly.
+
+    python -m inference.training.train                      # shipped config: 2-core CPU
+    python -m inference.training.train --resume             # continue from var/checkpoints/
+    python -m inference.training.train --steps 20 --out /tmp/w   # smoke run
+
+The shipped configuration trains in about 30 minutes on two shared CPU cores (well inside 90
+minutes on an idle 2-core machine). A larger configuration for a GPU:
+
+    python -m inference.training.train --device cuda --steps 30000 --gen-dim 128 --gen-layers 8 \\
+        --batch-gen 256 --batch-render 128 --max-minutes 120
+
+All parts train together, each on its own loss (their parameters are disjoint):
+- text heads: MiniLM embeddings of simulator world/event phrasings -> labels;
+- renderer: simulator scenes -> the simulator's frames (MSE);
+- collision head: tile tokens -> solid;
+- terrain generator: MaskGIT on 16x16-tile windows (one chunk plus its neighbours' margin),
+  with neighbours dropped at random and *self-forcing*: part of the context is replaced by the
+  generator's own samples, so it learns to continue its own imperfect canvas;
+- codec encoder (patch -> token, frame -> weather x time) and the evaluation's frame classifier
+  (biome / weather / time), both on simulator frames only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from inference.training import simulator as sim
+from inference.world import spec as ws
+from inference.world.model import (
+    EVENT_HEADS,
+    PROMPT_HEADS,
+    FrameClassifier,
+    ModelConfig,
+    WorldModel,
+    save_classifier,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 3000  # optimisation steps (every part trains each step)
+    lr: float = 3e-3  # peak learning rate, cosine decay to 5%
+    warmup: int = 100
+    batch_render: int = 16  # simulator frames per step for the renderer
+    render_sprites: int = 3  # most sprites per training frame (each one costs a blend pass)
+    batch_gen: int = 32  # 16x16 token windows per step for the generator
+    batch_cls: int = 24  # frames per step for the classifier and the codec encoder
+    batch_text: int = 256  # phrasings per step for the text heads
+    self_forcing: float = 0.5  # share of generator windows whose context is partly its own samples
+    drop_side: float = 0.4  # chance each neighbour side of a window is not generated yet
+    n_prompts: int = 3000  # distinct world phrasings embedded for training
+    n_events: int = 3000  # distinct event phrasings embedded for training
+    eval_every: int = 250
+    seed: int = 0
+    threads: int = 1  # the machine is shared: one thread avoids oversubscription stalls
+    max_minutes: float = 35.0  # stop early (and save) when the wall clock runs out
+    device: str = "cpu"
+    out: str = str(ROOT / "inference" / "weights")
+    checkpoint: str = str(ROOT / "var" / "checkpoints" / "world_model.pt")
+
+
+def to_t(x, dtype=torch.long, device="cpu") -> torch.Tensor:
+    return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
+
+
+# ---------------------------------------------------------------- data
+
+
+def text_dataset(cfg: TrainConfig) -> dict[str, torch.Tensor]:
+    """Embedded phrasings with labels, cached on disk (MiniLM costs a minute on 2 cores)."""
+    cache = Path(cfg.checkpoint).with_name(f"text_{cfg.seed}_{cfg.n_prompts}_{cfg.n_events}.pt")
+    if cache.exists():
+        return torch.load(cache)
+    from inference.world import text as text_encoder
+
+    rng = np.random.default_rng(cfg.seed + 1)
+    prompts = [sim.world_prompt(rng) for _ in range(cfg.n_prompts)]
+    events = [sim.event_text(rng) for _ in range(cfg.n_events)]
+    print(f"embedding {len(prompts) + len(events)} phrasings with all-MiniLM-L6-v2 ...")
+    data = {
+        "prompt_emb": torch.from_numpy(text_encoder.embed([p for p, _ in prompts])),
+        "event_emb": torch.from_numpy(text_encoder.embed([e for e, _ in events])),
+    }
+    for k in PROMPT_HEADS:
+        shift = 1 if k == "creature" else 0  # creature: 0 means none
+        data[f"prompt_{k}"] = to_t([lab[k] + shift for _, lab in prompts])
+    for k in EVENT_HEADS:
+        data[f"event_{k}"] = to_t([lab[k] + 1 for _, lab in events])  # 0 means no such event
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(data, cache)
+    return data
+
+
+def scene_tensors(scene: sim.Scene, device="cpu") -> tuple:
+    return tuple(
+        to_t(x, device=device)
+        for x in (scene.tokens, scene.offset, scene.cond, scene.phase, scene.sprites)
+    )
+
+
+def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel, device):
+    """Context with dropped neighbours, self-forced context, masked centre -> (inputs, targets)."""
+    m, c = mcfg.gen_margin, ws.CHUNK
+    tokens, spawn, biome = sim.random_windows(rng, cfg.batch_gen, margin=m)
+    tokens, spawn = to_t(tokens, device=device), to_t(spawn, device=device)
+    probs = F.one_hot(to_t(biome, device=device), len(ws.BIOMES)).float()
+    b, s = tokens.shape[0], tokens.shape[1]
+    idx = torch.arange(s, device=device)
+    centre = ((idx >= m) & (idx < m + c))[:, None] & ((idx >= m) & (idx < m + c))[None, :]
+    ctx = tokens.clone()
+    # self-forcing: re-sample ~40% of the context with the generator itself
+    sf = torch.rand(b, device=device) < cfg.self_forcing
+    if sf.any():
+        hole = (torch.rand(b, s, s, device=device) < 0.4) & ~centre & sf[:, None, None]
+        sel = sf.nonzero()[:, 0]
+        probe = torch.where(hole | centre, ws.MASK_TOKEN, ctx)[sel]
+        with torch.no_grad():
+            logits = model.generator(probe, spawn[sel], probs[sel])
+            u = torch.rand_like(logits).clamp(1e-9, 1 - 1e-9)
+            own = (logits - torch.log(-torch.log(u))).argmax(1)
+        ctx[sel] = torch.where(hole[sel], own, ctx[sel])
+    # neighbours not generated yet: drop whole sides of the margin
+    left = idx[None, None, :] < m
+    right = idx[None, None, :] >= m + c
+    top = idx[None, :, None] < m
+    bottom = idx[None, :, None] >= m + c
+    drop = torch.rand(b, 4, device=device) < cfg.drop_side
+    unknown = (
+        (drop[:, 0, None, None] & left)
+        | (drop[:, 1, None, None] & right)
+        | (drop[:, 2, None, None] & top)
+        | (drop[:, 3, None, None] & bottom)
+    )
+    ctx = torch.where(unknown, ws.UNKNOWN_TOKEN, ctx)
+    # MaskGIT: mask a cosine-scheduled share of the centre
+    ratio = torch.cos(math.pi / 2 * torch.rand(b, device=device))[:, None, None]
+    masked = (torch.rand(b, s, s, device=device) < ratio) & centre
+    masked[:, m, m] |= ~masked.flatten(1).any(1)  # at least one cell to predict
+    ctx = torch.where(masked, ws.MASK_TOKEN, ctx)
+    return ctx, spawn, probs, tokens, masked
+
+
+def classifier_batch(rng, batch: int, device) -> tuple:
+    scene, biome = sim.random_scenes(rng, batch, sprite_prob=0.5)
+    frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255).permute(0, 3, 1, 2)
+    return frames, scene, to_t(biome, device=device)
+
+
+def encoder_batch(rng, batch: int, device) -> tuple:
+    """Grid-aligned frames (offset 0), so every 8x8 patch is one tile.
+
+    Returns (patches, tokens, frames, cond)."""
+    scene, _ = sim.random_scenes(rng, batch, sprite_prob=0.2)
+    scene.offset[:] = 0
+    frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255)  # (B, 64, 64, 3)
+    n = ws.FRAME // ws.TILE
+    patches = frames.view(batch, n, ws.TILE, n, ws.TILE, 3).permute(0, 1, 3, 5, 2, 4)
+    patches = patches.reshape(-1, 3, ws.TILE, ws.TILE)
+    tokens = to_t(scene.tokens[:, 1 : 1 + n, 1 : 1 + n], device=device).reshape(-1)
+    return patches, tokens, frames.permute(0, 3, 1, 2), to_t(scene.cond, device=device)
+
+
+# ---------------------------------------------------------------- losses
+
+
+def losses(step_rng, cfg, mcfg, model, classifier, text, device) -> dict[str, torch.Tensor]:
+    out = {}
+    # renderer: simulator scene -> simulator frame
+    scene, _ = sim.random_scenes(step_rng, cfg.batch_render, max_sprites=cfg.render_sprites)
+    target = torch.from_numpy(sim.render(scene)).to(device).float().div(255)
+    pred = model.renderer(*scene_tensors(scene, device))
+    out["render"] = F.mse_loss(pred, target) * 100
+    # generator
+    ctx, spawn, probs, tokens, masked = generator_batch(step_rng, cfg, mcfg, model, device)
+    logits = model.generator(ctx, spawn, probs).permute(0, 2, 3, 1)[masked]
+    out["gen"] = F.cross_entropy(logits, tokens[masked])
+    # collision head
+    all_tokens = torch.arange(ws.NUM_TOKENS, device=device)
+    solid = (
+        (
+            (all_tokens % len(ws.TILE_KINDS))[:, None]
+            == torch.tensor(sorted(ws.SOLID_KINDS), device=device)[None]
+        )
+        .any(1)
+        .float()
+    )
+    out["solid"] = F.binary_cross_entropy_with_logits(model.collision(all_tokens), solid)
+    # text heads
+    for kind, heads in (("prompt", model.prompt_heads), ("event", model.event_heads)):
+        emb = text[f"{kind}_emb"]
+        pick = torch.randint(len(emb), (cfg.batch_text,))
+        # a little embedding noise: free text lands near, not on, the training phrasings
+        x = F.normalize(emb[pick] + 0.02 * torch.randn_like(emb[pick]), dim=-1).to(device)
+        logits = heads(x)
+        out[kind] = sum(
+            F.cross_entropy(logits[k], text[f"{kind}_{k}"][pick].to(device)) for k in logits
+        )
+    # evaluation classifier and codec encoder: simulator frames only
+    frames, scene, biome = classifier_batch(step_rng, cfg.batch_cls, device)
+    cond = to_t(scene.cond, device=device)
+    logits = classifier(frames)
+    out["cls"] = (
+        F.cross_entropy(logits["biome"], biome)
+        + F.cross_entropy(logits["weather"], cond // len(ws.TIMES))
+        + F.cross_entropy(logits["time"], cond % len(ws.TIMES))
+    )
+    patches, ptokens, eframes, econd = encoder_batch(step_rng, cfg.batch_cls // 2, device)
+    out["enc"] = F.cross_entropy(model.encoder.patch_logits(patches), ptokens) + F.cross_entropy(
+        model.encoder.frame(eframes)["cond"], econd
+    )
+    return out
+
+
+@torch.no_grad()
+def quick_eval(cfg, mcfg, model, classifier, device) -> dict[str, float]:
+    """Fresh simulator data: renderer PSNR, generator token accuracy, classifier accuracy."""
+    model.eval()
+    classifier.eval()
+    rng = np.random.default_rng(10_000 + cfg.seed)
+    scene, _ = sim.random_scenes(rng, 64)
+    target = torch.from_numpy(sim.render(scene)).float().div(255).to(device)
+    pred = model.renderer(*scene_tensors(scene, device)).clamp(0, 1)
+    mse = F.mse_loss((pred * 255).round() / 255, target).item()
+    ctx, spawn, probs, tokens, masked = generator_batch(rng, cfg, mcfg, model, device)
+    gen_acc = (model.generator(ctx, spawn, probs).argmax(1)[masked] == tokens[masked]).float()
+    frames, scene, biome = classifier_batch(rng, 128, device)
+    logits = classifier(frames)
+    acc = (logits["biome"].argmax(1) == biome).float().mean().item()
+    model.train()
+    classifier.train()
+    return {
+        "render_psnr": 10 * math.log10(1 / max(mse, 1e-10)),
+        "gen_acc": gen_acc.mean().item(),
+        "cls_biome_acc": acc,
+    }
+
+
+# ---------------------------------------------------------------- loop
+
+
+def train(cfg: TrainConfig, mcfg: ModelConfig, resume: bool = False) -> dict:
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    device = torch.device(cfg.device)
+    model = WorldModel(mcfg).to(device).train()
+    classifier = FrameClassifier().to(device).train()
+    params = list(model.parameters()) + list(classifier.parameters())
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+    start = 0
+    ckpt = Path(cfg.checkpoint)
+    if resume and ckpt.exists():
+        state = torch.load(ckpt, weights_only=False)
+        model.load_state_dict(state["model"])
+        classifier.load_state_dict(state["classifier"])
+        opt.load_state_dict(state["opt"])
+        start = state["step"]
+        print(f"resumed from {ckpt} at step {start}")
+    text = text_dataset(cfg)
+    rng = np.random.default_rng(cfg.seed * 1_000_003 + start)  # resumes draw fresh data
+    began = time.time()
+    history = []
+    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, desc="train")
+    step = start
+    for step in bar:
+        lr = cfg.lr * min(1.0, (step + 1) / cfg.warmup)
+        lr *= 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))
+        for group in opt.param_groups:
+            group["lr"] = lr
+        parts = losses(rng, cfg, mcfg, model, classifier, text, device)
+        loss = sum(parts.values())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        bar.set_postfix({k: f"{v.item():.3f}" for k, v in parts.items()})
+        last = step + 1 == cfg.steps
+        out_of_time = (time.time() - began) / 60 > cfg.max_minutes
+        if (step + 1) % cfg.eval_every == 0 or last or out_of_time:
+            metrics = quick_eval(cfg, mcfg, model, classifier, device)
+            metrics.update(
+                step=step + 1,
+                minutes=round((time.time() - began) / 60, 2),
+                **{k: round(v.item(), 4) for k, v in parts.items()},
+            )
+            history.append(metrics)
+            tqdm.write(json.dumps(metrics))
+            save_checkpoint(ckpt, model, classifier, opt, step + 1, cfg, mcfg)
+        if out_of_time:
+            tqdm.write(f"stopping at step {step + 1}: {cfg.max_minutes} minute budget reached")
+            break
+    save_checkpoint(ckpt, model, classifier, opt, step + 1, cfg, mcfg)
+    export(model, classifier, cfg, mcfg, history, step + 1)
+    return history[-1] if history else {}
+
+
+def save_checkpoint(path: Path, model, classifier, opt, step, cfg, mcfg) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "classifier": classifier.state_dict(),
+            "opt": opt.state_dict(),
+            "step": step,
+            "train_config": asdict(cfg),
+            "model_config": asdict(mcfg),
+        },
+        tmp,
+    )
+    tmp.replace(path)  # atomic: an interrupted save never corrupts the last checkpoint
+
+
+def export(model, classifier, cfg, mcfg, history, steps) -> None:
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.cpu().eval()
+    model.save(out / "world_model.safetensors", extra={"steps": str(steps)})
+    save_classifier(classifier.cpu().eval(), out / "classifier.safetensors")
+    (out / "config.json").write_text(
+        json.dumps(
+            {
+                "model": asdict(mcfg),
+                "train": _portable(asdict(cfg)),
+                "steps_done": steps,
+                "history": history,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"exported weights to {out}")
+
+
+def _portable(train_config: dict) -> dict:
+    """Paths inside the repository are recorded relative to it: the file ships with the repo."""
+    out = dict(train_config)
+    for key in ("out", "checkpoint"):
+        path = Path(out[key]).resolve()
+        if path.is_relative_to(ROOT):
+            out[key] = str(path.relative_to(ROOT))
+    return out
+
+
+def polish_renderer(cfg: TrainConfig, steps: int) -> None:
+    """Extra renderer-only steps on sprite-dense scenes, on the exported weights.
+
+    Sprites cover few pixels, so after the main run their alpha is still soft (avatars look
+    washed out); this sharpens them without touching the other parts."""
+    torch.set_num_threads(cfg.threads)
+    path = Path(cfg.out) / "world_model.safetensors"
+    model = WorldModel.from_file(path).train()
+    r = model.renderer
+    rest = [p for n, p in r.named_parameters() if n != "sprites"]
+    # sprite alpha plateaus around 0.65 with over-saturated colours compensating: a larger
+    # step on the sprite texture lets it reach the opaque optimum
+    opt = torch.optim.AdamW(
+        [{"params": rest, "lr": cfg.lr * 0.5}, {"params": [r.sprites], "lr": 0.02}],
+        weight_decay=0.0,
+    )
+    rng = np.random.default_rng(cfg.seed + 77)
+    bar = tqdm(range(steps), desc="polish renderer")
+    for _ in bar:
+        scene, _ = sim.random_scenes(rng, cfg.batch_render, sprite_prob=1.0)
+        target = torch.from_numpy(sim.render(scene)).float().div(255)
+        loss = F.mse_loss(model.renderer(*scene_tensors(scene)), target) * 100
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        bar.set_postfix(render=f"{loss.item():.4f}")
+    meta = json.loads((Path(cfg.out) / "config.json").read_text())
+    meta["renderer_polish_steps"] = meta.get("renderer_polish_steps", 0) + steps
+    (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    model.eval().save(path, extra={"steps": str(meta.get("steps_done")), "polish": str(steps)})
+    print(f"polished renderer saved to {path}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for dc in (TrainConfig, ModelConfig):
+        for f in fields(dc):
+            flag = "--" + f.name.replace("_", "-")
+            if any(flag == a.option_strings[0] for a in parser._actions if a.option_strings):
+                continue
+            parser.add_argument(flag, type=type(f.default), default=f.default)
+    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    parser.add_argument(
+        "--polish-renderer",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="only run STEPS renderer-only steps on the exported weights",
+    )
+    args = vars(parser.parse_args(argv))
+    resume = args.pop("resume")
+    polish = args.pop("polish_renderer")
+    cfg = TrainConfig(**{f.name: args[f.name] for f in fields(TrainConfig)})
+    mcfg = ModelConfig(**{f.name: args[f.name] for f in fields(ModelConfig)})
+    if polish:
+        polish_renderer(cfg, polish)
+        return
+    print(json.dumps(train(cfg, mcfg, resume=resume)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,371 @@
+"""The Parallax world model: small torch modules in dependency order.
+
+The world's persistent state is a *latent canvas* of discrete tile tokens in world
+coordinates. A MaskGIT-style generator grows it chunk by chunk (conditioned on the prompt's
+embedding and on already generated neighbours; trained on its own outputs too), a renderer
+decodes the tokens around each player's camera into pixels (FiLM-style weather / time of day,
+learned particle overlays and sprites), a collision head reads the canvas for movement, and
+text heads map all-MiniLM-L6-v2 embeddings of prompts and events to world conditions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from inference.world import spec as ws
+
+N_COND = len(ws.WEATHERS) * len(ws.TIMES)
+# Text heads: output sizes; index 0 of the event heads (and of "creature") means "none".
+PROMPT_HEADS = {
+    "biome": len(ws.BIOMES),
+    "weather": len(ws.WEATHERS),
+    "time": len(ws.TIMES),
+    "creature": len(ws.CREATURES) + 1,
+}
+EVENT_HEADS = {
+    "weather": len(ws.WEATHERS) + 1,
+    "time": len(ws.TIMES) + 1,
+    "creature": len(ws.CREATURES) + 1,
+    "feature": len(ws.FEATURES) + 1,
+}
+
+
+@dataclass
+class ModelConfig:
+    text_dim: int = 384  # all-MiniLM-L6-v2 embedding size
+    text_hidden: int = 256  # width of the text heads' MLP
+    dec_dim: int = 32  # renderer channels per tile
+    gen_dim: int = 48  # generator channels per tile
+    gen_layers: int = 5  # generator residual conv blocks (receptive field 2 * layers + 1 tiles)
+    gen_margin: int = 4  # tiles of neighbouring chunks the generator sees on each side
+    gen_steps: int = 4  # MaskGIT iterations per chunk
+    max_chunk: int = 16  # cap on frames per step call for one player
+
+
+class TextHeads(nn.Module):
+    """Sentence embedding (B, 384) -> logits per head."""
+
+    def __init__(self, cfg: ModelConfig, heads: dict[str, int]):
+        super().__init__()
+        self.trunk = nn.Sequential(
+            nn.Linear(cfg.text_dim, cfg.text_hidden),
+            nn.GELU(),
+            nn.Linear(cfg.text_hidden, cfg.text_hidden),
+            nn.GELU(),
+        )
+        self.heads = nn.ModuleDict({k: nn.Linear(cfg.text_hidden, n) for k, n in heads.items()})
+
+    def forward(self, emb: torch.Tensor) -> dict[str, torch.Tensor]:
+        h = self.trunk(emb)
+        return {k: head(h) for k, head in self.heads.items()}
+
+
+class TerrainGenerator(nn.Module):
+    """MaskGIT over one chunk of tile tokens, seeing `gen_margin` tiles of its neighbours.
+
+    Input tokens use UNKNOWN for neighbours not generated yet and MASK for cells to predict.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.gen_dim
+        self.tok = nn.Embedding(ws.NUM_TOKENS + 2, d)
+        self.spawn = nn.Embedding(2, d)
+        self.cond = nn.Linear(len(ws.BIOMES), 2 * d * cfg.gen_layers)  # FiLM per block
+        self.blocks = nn.ModuleList(nn.Conv2d(d, d, 3, padding=1) for _ in range(cfg.gen_layers))
+        self.mix = nn.ModuleList(nn.Conv2d(d, d, 1) for _ in range(cfg.gen_layers))
+        self.out = nn.Conv2d(d, ws.NUM_TOKENS, 1)
+
+    def forward(self, tokens, spawn, biome_probs) -> torch.Tensor:
+        # tokens, spawn: (B, S, S) long; biome_probs: (B, n_biomes) -> logits (B, K, S, S)
+        x = (self.tok(tokens) + self.spawn(spawn)).permute(0, 3, 1, 2)  # (B, d, S, S)
+        film = self.cond(biome_probs).view(x.shape[0], -1, 2, x.shape[1], 1, 1)
+        for i, (conv, mix) in enumerate(zip(self.blocks, self.mix, strict=True)):
+            h = F.gelu(conv(x)) * (1 + film[:, i, 0]) + film[:, i, 1]
+            x = x + mix(h)
+        return self.out(F.gelu(x))
+
+    @torch.no_grad()
+    def sample(self, context, spawn, biome_probs, seeds: list[int]) -> torch.Tensor:
+        """Fill the centre chunk of each window. context: (B, S, S) with the centre set to MASK.
+
+        Per-chunk seeded Gumbel noise makes the result independent of what else is batched.
+        Returns the centre tokens (B, CHUNK, CHUNK).
+        """
+        cfg, c, m = self.cfg, ws.CHUNK, self.cfg.gen_margin
+        tokens = context.clone()
+        b, k = tokens.shape[0], ws.NUM_TOKENS
+        noise = torch.stack(
+            [
+                torch.rand(cfg.gen_steps, k + 1, c, c, generator=torch.Generator().manual_seed(s))
+                for s in seeds
+            ]
+        ).clamp(1e-9, 1 - 1e-9)  # (B, steps, K + 1, c, c)
+        gumbel = -torch.log(-torch.log(noise))
+        for step in range(cfg.gen_steps):
+            centre = tokens[:, m : m + c, m : m + c]
+            masked = centre == ws.MASK_TOKEN  # (B, c, c)
+            logits = self(tokens, spawn, biome_probs)[:, :, m : m + c, m : m + c]
+            logits = torch.nan_to_num(logits.float(), nan=0.0).clamp(-50, 50)
+            # quantise so batch-size dependent float noise cannot flip a draw
+            logits = torch.round(logits * 1024) / 1024
+            logp = F.log_softmax(logits, dim=1)
+            draw = (logp + gumbel[:, step, :k]).argmax(1)  # (B, c, c)
+            conf = logp.gather(1, draw[:, None])[:, 0]
+            # MaskGIT: keep the most confident draws, cosine schedule, noisier early on
+            temp = 1.0 - (step + 1) / cfg.gen_steps
+            conf = conf + temp * gumbel[:, step, k]
+            conf = torch.where(masked, conf, torch.full_like(conf, math.inf))
+            n_masked_after = int(c * c * math.cos(math.pi / 2 * (step + 1) / cfg.gen_steps))
+            order = conf.flatten(1).argsort(1)  # least confident first
+            still = torch.zeros(b, c * c, dtype=torch.bool)
+            if n_masked_after:
+                still.scatter_(1, order[:, :n_masked_after], True)
+            still = still.view(b, c, c)
+            new = torch.where(masked & ~still, draw, centre)
+            tokens[:, m : m + c, m : m + c] = new
+        return tokens[:, m : m + c, m : m + c]
+
+
+class CollisionHead(nn.Module):
+    """Tile token -> logit that the tile blocks movement."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(ws.NUM_TOKENS, 16)
+        self.out = nn.Linear(16, 1)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.out(F.gelu(self.emb(tokens)))[..., 0]
+
+
+class Renderer(nn.Module):
+    """Decoder of the latent canvas: scene (tokens around the camera, sub-tile offset,
+    weather x time, overlay phase, sprites) -> RGB frame (B, 64, 64, 3) in [0, 1].
+
+    Everything it draws comes from learned tables: an MLP turns each token embedding into an
+    8x8 patch, sprites and particle overlays are learned RGBA textures, and weather x time is a
+    per-channel FiLM. The tables depend only on the weights, so at inference they are computed
+    once (`freeze`) and a frame costs a few gathers and one multiply-add per pixel.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        d, t = cfg.dec_dim, ws.TILE
+        self.tok = nn.Embedding(ws.NUM_TOKENS + 2, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, t * t * 3))
+        self.sprites = nn.Parameter(torch.zeros(ws.SPRITE_KINDS, ws.SPRITE, ws.SPRITE, 4))
+        self.cond = nn.Embedding(N_COND, 6)  # per-channel scale and shift (FiLM on RGB)
+        self.overlay = nn.Parameter(torch.zeros(len(ws.WEATHERS), ws.OVERLAY, ws.OVERLAY, 4))
+        with torch.no_grad():
+            self.cond.weight.copy_(torch.tensor([1.0, 1, 1, 0, 0, 0]).expand(N_COND, 6))
+            self.overlay[..., 3] = -6.0  # particles start transparent
+            self.sprites[..., 3] = -2.0
+        self._frozen: tuple | None = None
+
+    def tables(self) -> tuple:
+        if self._frozen is not None:
+            return self._frozen
+        t = ws.TILE
+        tex = self.mlp(self.tok.weight).view(-1, t * t, 3)  # (K + 2, 64, 3)
+        spr = torch.cat([self.sprites[..., :3], torch.sigmoid(self.sprites[..., 3:])], -1)
+        film = self.cond.weight  # (N_COND, 6)
+        ov = self.overlay[torch.arange(N_COND) // len(ws.TIMES)]  # (N_COND, 32, 32, 4)
+        a = torch.sigmoid(ov[..., 3:])
+        gain = film[:, None, None, :3] * (1 - a)  # (N_COND, 32, 32, 3)
+        bias = film[:, None, None, 3:] * (1 - a) + ov[..., :3] * a
+        return tex, spr.flatten(1, 2), gain, bias
+
+    @torch.no_grad()
+    def freeze(self) -> None:
+        """Cache the weight-only tables for inference (call again after loading weights)."""
+        self._frozen = None
+        self._frozen = tuple(x.detach().contiguous() for x in self.tables())
+
+    def forward(self, tokens, offset, cond, phase, sprites) -> torch.Tensor:
+        # tokens (B, W, W), offset (B, 2), cond (B,), phase (B, 2), sprites (B, E, 3)
+        # Two exact implementations of the same function: gathers at inference, one-hot
+        # selection matmuls when training (CPU scatter-based gather backward is very slow).
+        if torch.is_grad_enabled():
+            return self._forward_select(tokens, offset, cond, phase, sprites)
+        return self._forward_gather(tokens, offset, cond, phase, sprites)
+
+    def _forward_gather(self, tokens, offset, cond, phase, sprites) -> torch.Tensor:
+        tex, spr, gain, bias = self.tables()
+        b, f, t, o = tokens.shape[0], ws.FRAME, ws.TILE, ws.OVERLAY
+        ar = torch.arange(f, device=tokens.device)
+        py = t + offset[:, 1, None] + ar  # (B, 64) pixel row inside the decode window
+        px = t + offset[:, 0, None] + ar
+        w = tokens.shape[2]
+        patches = tex.flatten(1).index_select(0, tokens.reshape(-1)).view(b, w * w * t * t, 3)
+        cell = ((py // t) * w)[:, :, None] + (px // t)[:, None, :]  # (B, 64, 64) tile per pixel
+        idx = cell * (t * t) + ((py % t) * t)[:, :, None] + (px % t)[:, None, :]
+        img = patches.gather(1, idx.view(b, f * f, 1).expand(b, f * f, 3)).view(b, f, f, 3)
+        img = self._composite(img, sprites, spr)
+        # weather x time light and particles: one multiply-add with 32x32 maps, scrolled
+        ao = torch.arange(o, device=tokens.device)
+        ry = (ao[None, :] + phase[:, 1, None]) % o  # (B, 32)
+        rx = (ao[None, :] + phase[:, 0, None]) % o
+        cidx = (ry[:, :, None] * o + rx[:, None, :]).view(b, o * o, 1).expand(b, o * o, 3)
+        g = gain.flatten(1, 2).index_select(0, cond).gather(1, cidx).view(b, 1, o, 1, o, 3)
+        c = bias.flatten(1, 2).index_select(0, cond).gather(1, cidx).view(b, 1, o, 1, o, 3)
+        img = img.view(b, f // o, o, f // o, o, 3) * g + c
+        return img.view(b, f, f, 3)
+
+    def _forward_select(self, tokens, offset, cond, phase, sprites) -> torch.Tensor:
+        tex, spr, gain, bias = self.tables()
+        b, w, f, t, o, s = (
+            tokens.shape[0],
+            tokens.shape[2],
+            ws.FRAME,
+            ws.TILE,
+            ws.OVERLAY,
+            ws.SPRITE,
+        )
+        dev = tokens.device
+        big = tex.flatten(1).index_select(0, tokens.reshape(-1)).view(b, w, w, t, t, 3)
+        big = big.permute(0, 1, 3, 2, 4, 5).reshape(b, w * t, w * t * 3)  # (B, 8W, 8W * 3)
+        sel_y = _one_hot_shift(offset[:, 1] + t, f, w * t, dev)  # (B, 64, 8W)
+        sel_x = _one_hot_shift(offset[:, 0] + t, f, w * t, dev)
+        img = (sel_y @ big).view(b, f, w * t, 3).permute(0, 1, 3, 2)  # (B, 64, 3, 8W)
+        img = (img @ sel_x.transpose(1, 2)[:, None]).permute(0, 1, 3, 2)  # (B, 64, 64, 3)
+        for e in range(sprites.shape[1]):
+            kind, sx, sy = sprites[:, e, 0], sprites[:, e, 1], sprites[:, e, 2]
+            if not bool((kind >= 0).any()):
+                continue
+            layer = spr.index_select(0, kind.clamp(min=0)).view(b, s, s * 4)
+            layer = (_one_hot_shift(-sy, f, s, dev) @ layer).view(b, f, s, 4).permute(0, 1, 3, 2)
+            layer = layer @ _one_hot_shift(-sx, f, s, dev).transpose(1, 2)[:, None]
+            layer = layer.permute(0, 1, 3, 2) * (kind >= 0).float()[:, None, None, None]
+            a = layer[..., 3:]
+            img = img * (1 - a) + layer[..., :3] * a
+        m = torch.arange(o, device=dev)
+        roll_y = _one_hot_shift(phase[:, 1], o, o, dev, wrap=True)  # (B, 32, 32)
+        roll_x = _one_hot_shift(phase[:, 0], o, o, dev, wrap=True)
+        maps = torch.cat([gain, bias], -1).index_select(0, cond)  # (B, 32, 32, 6)
+        maps = (roll_y @ maps.view(b, o, o * 6)).view(b, o, o, 6).permute(0, 1, 3, 2)
+        maps = (maps @ roll_x.transpose(1, 2)[:, None]).permute(0, 1, 3, 2)  # (B, 32, 32, 6)
+        del m
+        g = maps[..., :3].reshape(b, 1, o, 1, o, 3)
+        c = maps[..., 3:].reshape(b, 1, o, 1, o, 3)
+        img = img.reshape(b, f // o, o, f // o, o, 3) * g + c
+        return img.reshape(b, f, f, 3)
+
+    @staticmethod
+    def _composite(img, sprites, spr) -> torch.Tensor:
+        """Alpha-blend each sprite slot in order (later slots on top), touching 8x8 pixels each."""
+        b, f, s = img.shape[0], ws.FRAME, ws.SPRITE
+        # one scratch pixel at the end takes the writes of sprite pixels outside the frame
+        flat = torch.cat([img.reshape(b * f * f, 3), img.new_zeros(1, 3)])
+        ar = torch.arange(s)
+        for e in range(sprites.shape[1]):
+            sel = (sprites[:, e, 0] >= 0).nonzero()[:, 0]
+            if sel.numel() == 0:
+                continue
+            kind, sx, sy = sprites[sel, e, 0], sprites[sel, e, 1], sprites[sel, e, 2]
+            yy = (sy[:, None] + ar)[:, :, None]  # (N, 8, 1) frame row
+            xx = (sx[:, None] + ar)[:, None, :]  # (N, 1, 8) frame column
+            ok = (yy >= 0) & (yy < f) & (xx >= 0) & (xx < f)  # (N, 8, 8)
+            where = torch.where(ok, sel[:, None, None] * f * f + yy * f + xx, b * f * f).view(-1)
+            pix = spr.flatten(1).index_select(0, kind).view(-1, 4)  # (N * 64, 4)
+            a = pix[:, 3:]
+            flat.index_copy_(0, where, flat.index_select(0, where) * (1 - a) + pix[:, :3] * a)
+        return flat[: b * f * f].view(b, f, f, 3)
+
+
+def _one_hot_shift(start, n_out: int, n_in: int, device, wrap: bool = False) -> torch.Tensor:
+    """(B, n_out, n_in) selection matrices: row i picks input start + i (mod n_in if wrap;
+    rows outside the input are zero)."""
+    src = start[:, None] + torch.arange(n_out, device=device)  # (B, n_out)
+    if wrap:
+        src = src % n_in
+    return (src[:, :, None] == torch.arange(n_in, device=device)).float()
+
+
+class TileEncoder(nn.Module):
+    """The codec's encoder: an 8x8 RGB patch -> tile token logits, and a frame -> weather x time
+    logits. (Grid alignment and particle phase are found by search in `encode`.)"""
+
+    def __init__(self):
+        super().__init__()
+        p = 3 * ws.TILE * ws.TILE
+        self.patch = nn.Sequential(nn.Linear(p, 128), nn.GELU(), nn.Linear(128, ws.NUM_TOKENS))
+        self.frame = FrameClassifier(heads={"cond": N_COND})
+
+    def patch_logits(self, patches: torch.Tensor) -> torch.Tensor:
+        return self.patch(patches.flatten(1))  # (N, 3, 8, 8) -> (N, K)
+
+
+class FrameClassifier(nn.Module):
+    """Small CNN: frame (B, 3, 64, 64) in [0, 1] -> logits per head."""
+
+    def __init__(self, heads: dict[str, int] | None = None):
+        super().__init__()
+        heads = heads or {
+            "biome": len(ws.BIOMES),
+            "weather": len(ws.WEATHERS),
+            "time": len(ws.TIMES),
+        }
+        chans = [3, 16, 32, 64, 64]
+        layers = []
+        for a, b in zip(chans, chans[1:], strict=False):
+            layers += [nn.Conv2d(a, b, 3, stride=2, padding=1), nn.GELU()]
+        self.body = nn.Sequential(*layers)
+        self.heads = nn.ModuleDict({k: nn.Linear(2 * chans[-1], n) for k, n in heads.items()})
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        h = self.body(x * 2 - 1)  # (B, 64, 4, 4)
+        h = torch.cat([h.mean((2, 3)), h.amax((2, 3))], 1)
+        return {k: head(h) for k, head in self.heads.items()}
+
+
+class WorldModel(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.prompt_heads = TextHeads(cfg, PROMPT_HEADS)
+        self.event_heads = TextHeads(cfg, EVENT_HEADS)
+        self.generator = TerrainGenerator(cfg)
+        self.collision = CollisionHead()
+        self.renderer = Renderer(cfg)
+        self.encoder = TileEncoder()
+
+    @torch.no_grad()
+    def solid_table(self) -> torch.Tensor:
+        """(NUM_TOKENS + 2,) bool: which tokens block movement (UNKNOWN and MASK do)."""
+        solid = self.collision(torch.arange(ws.NUM_TOKENS)) > 0
+        return torch.cat([solid, torch.ones(2, dtype=torch.bool)])
+
+    def save(self, path: str | Path, extra: dict | None = None) -> None:
+        meta = {"config": json.dumps(asdict(self.cfg)), **(extra or {})}
+        state = {k: v.contiguous() for k, v in self.state_dict().items()}
+        save_file(state, str(path), metadata=meta)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> WorldModel:
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        model = cls(ModelConfig(**json.loads(meta["config"])))
+        model.load_state_dict(load_file(str(path)))
+        return model.eval()
+
+
+def save_classifier(model: FrameClassifier, path: str | Path) -> None:
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))
+
+
+def load_classifier(path: str | Path) -> FrameClassifier:
+    model = FrameClassifier()
+    model.load_state_dict(load_file(str(path)))
+    return model.eval()

@@ -1,0 +1,174 @@
+"""Per-world state of the world model and its exact, self-contained snapshot format.
+
+A world is its latent canvas (generated chunks of tile tokens in world coordinates), its
+conditions (biome mix from the prompt, weather, time of day), the world clock, creatures and
+players. Everything is integers or float32 arrays, so a snapshot restores bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from inference.world import spec as ws
+
+MAGIC = b"PXWS"
+VERSION = 1
+_HEAD = struct.Struct(">4sHII")  # magic, version, crc32 of body, body length
+
+
+class SnapshotError(ValueError):
+    """Corrupt or incompatible snapshot bytes."""
+
+
+@dataclass
+class PlayerState:
+    player_id: str
+    slot: int  # avatar colour is slot % AVATAR_COLORS
+    x: int  # avatar centre, world pixels
+    y: int
+
+
+@dataclass
+class CreatureState:
+    kind: int
+    x: int
+    y: int
+    ident: int
+
+
+@dataclass
+class WorldState:
+    world_id: str
+    seed: int
+    prompt: str
+    biome_probs: np.ndarray  # (len(BIOMES),) float32, from the prompt's text embedding
+    weather: int
+    time: int
+    t: int = 0  # world clock, frames
+    chunks: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (8, 8) uint8
+    players: list[PlayerState] = field(default_factory=list)
+    creatures: list[CreatureState] = field(default_factory=list)
+    spawned: int = 0  # creatures ever spawned (their ids)
+    next_slot: int = 0
+
+    @property
+    def biome(self) -> int:
+        return int(np.argmax(self.biome_probs))
+
+    def token_at(self, tx: int, ty: int) -> int:
+        chunk = self.chunks.get((tx // ws.CHUNK, ty // ws.CHUNK))
+        if chunk is None:
+            return ws.UNKNOWN_TOKEN
+        return int(chunk[ty % ws.CHUNK, tx % ws.CHUNK])
+
+    def set_token(self, tx: int, ty: int, token: int) -> None:
+        chunk = self.chunks.get((tx // ws.CHUNK, ty // ws.CHUNK))
+        if chunk is not None:
+            chunk[ty % ws.CHUNK, tx % ws.CHUNK] = token
+
+    def region(self, tx0: int, ty0: int, w: int, h: int) -> np.ndarray:
+        """Dense (h, w) int64 tokens for tiles [tx0, tx0 + w) x [ty0, ty0 + h); UNKNOWN where
+        the canvas has not been generated."""
+        out = np.full((h, w), ws.UNKNOWN_TOKEN, dtype=np.int64)
+        c = ws.CHUNK
+        for cy in range(ty0 // c, (ty0 + h - 1) // c + 1):
+            for cx in range(tx0 // c, (tx0 + w - 1) // c + 1):
+                chunk = self.chunks.get((cx, cy))
+                if chunk is None:
+                    continue
+                y0, x0 = max(cy * c, ty0), max(cx * c, tx0)
+                y1, x1 = min(cy * c + c, ty0 + h), min(cx * c + c, tx0 + w)
+                out[y0 - ty0 : y1 - ty0, x0 - tx0 : x1 - tx0] = chunk[
+                    y0 - cy * c : y1 - cy * c, x0 - cx * c : x1 - cx * c
+                ]
+        return out
+
+
+def snapshot_bytes(state: WorldState) -> bytes:
+    keys = sorted(state.chunks)
+    header = {
+        "world_id": state.world_id,
+        "seed": state.seed,
+        "prompt": state.prompt,
+        "weather": state.weather,
+        "time": state.time,
+        "t": state.t,
+        "spawned": state.spawned,
+        "next_slot": state.next_slot,
+        "players": [[p.player_id, p.slot, p.x, p.y] for p in state.players],
+        "creatures": [[c.kind, c.x, c.y, c.ident] for c in state.creatures],
+        "chunks": [list(k) for k in keys],
+        "num_tokens": ws.NUM_TOKENS,
+        "biomes": len(ws.BIOMES),
+    }
+    head = json.dumps(header, separators=(",", ":")).encode()
+    tokens = b"".join(np.ascontiguousarray(state.chunks[k], dtype=np.uint8).tobytes() for k in keys)
+    probs = np.asarray(state.biome_probs, dtype="<f4").tobytes()
+    body = struct.pack(">I", len(head)) + head + probs + tokens
+    return _HEAD.pack(MAGIC, VERSION, zlib.crc32(body), len(body)) + body
+
+
+def state_from_bytes(data: bytes) -> WorldState:
+    if not isinstance(data, bytes | bytearray | memoryview) or len(data) < _HEAD.size + 4:
+        raise SnapshotError("snapshot is empty or truncated")
+    magic, version, crc, length = _HEAD.unpack_from(data)
+    body = bytes(data[_HEAD.size :])
+    if magic != MAGIC:
+        raise SnapshotError("not a Parallax world snapshot")
+    if version != VERSION:
+        raise SnapshotError(f"snapshot version {version} is not supported (expected {VERSION})")
+    if length != len(body) or zlib.crc32(body) != crc:
+        raise SnapshotError("snapshot is corrupt (length or checksum mismatch)")
+    try:
+        (n,) = struct.unpack_from(">I", body)
+        h = json.loads(body[4 : 4 + n])
+        if h["num_tokens"] != ws.NUM_TOKENS or h["biomes"] != len(ws.BIOMES):
+            raise SnapshotError("snapshot was made by an incompatible model vocabulary")
+        off = 4 + n
+        probs = np.frombuffer(body, dtype="<f4", count=len(ws.BIOMES), offset=off).astype(
+            np.float32
+        )
+        off += probs.nbytes
+        keys = [tuple(int(v) for v in k) for k in h["chunks"]]
+        size = ws.CHUNK * ws.CHUNK
+        if len(body) != off + size * len(keys):
+            raise SnapshotError("snapshot canvas has the wrong size")
+        chunks = {}
+        for i, k in enumerate(keys):
+            arr = np.frombuffer(body, dtype=np.uint8, count=size, offset=off + i * size)
+            if arr.max(initial=0) >= ws.NUM_TOKENS:
+                raise SnapshotError("snapshot canvas holds unknown tokens")
+            chunks[k] = arr.reshape(ws.CHUNK, ws.CHUNK).copy()
+        return WorldState(
+            world_id=str(h["world_id"]),
+            seed=int(h["seed"]),
+            prompt=str(h["prompt"]),
+            biome_probs=probs,
+            weather=_index(h["weather"], ws.WEATHERS),
+            time=_index(h["time"], ws.TIMES),
+            t=int(h["t"]),
+            chunks=chunks,
+            players=[PlayerState(str(p), int(s), int(x), int(y)) for p, s, x, y in h["players"]],
+            creatures=[
+                CreatureState(_index(k, ws.CREATURES), int(x), int(y), int(i))
+                for k, x, y, i in h["creatures"]
+            ],
+            spawned=int(h["spawned"]),
+            next_slot=int(h["next_slot"]),
+        )
+    except SnapshotError:
+        raise
+    except (KeyError, TypeError, ValueError, struct.error, UnicodeDecodeError) as exc:
+        raise SnapshotError(f"snapshot is malformed: {exc}") from exc
+
+
+def _index(value, options) -> int:
+    value = int(value)
+    if not 0 <= value < len(options):
+        raise SnapshotError(f"snapshot value {value} out of range")
+    return value

@@ -1,0 +1,66 @@
+"""The web side's only way to the inference workers: placement, and messages to a worker's inbox.
+
+Placement (``inference/serving/placement.py``) is Redis when ``REDIS_URL`` is set — every web
+process and worker shares one registry and queue — otherwise one process-wide in-memory
+placement that the embedded worker shares. Messages are the typed ones of
+``inference.serving.messages``; a dead worker's inbox never fails the caller.
+"""
+
+import logging
+import threading
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from inference.serving import messages
+from inference.serving.placement import InMemoryPlacement, Placement, RedisPlacement
+from sessions.models import PlaySession
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_placements: dict[str, Placement] = {}
+
+
+def get_placement() -> Placement:
+    """One placement client per process (per Redis URL)."""
+    key = settings.REDIS_URL or "memory"
+    with _lock:
+        if key not in _placements:
+            _placements[key] = (
+                RedisPlacement(settings.REDIS_URL) if settings.REDIS_URL else InMemoryPlacement()
+            )
+        return _placements[key]
+
+
+def attach_message(session: PlaySession, *, restore: bool) -> messages.Attach:
+    """What a worker needs to build (or restore) this session's world: its pinned version."""
+    version = session.world_version
+    return messages.Attach(
+        session_id=str(session.id),
+        prompt=version.prompt,
+        seed=version.seed,
+        world_title=version.title,
+        restore=restore,
+        category=version.category,
+        story_opening=version.story_opening,
+        character=messages.CharacterCard(
+            name=version.character_name,
+            persona=version.character_persona,
+            greeting=version.character_greeting,
+        ),
+    )
+
+
+async def send(worker: str, message: messages.Message) -> None:
+    """From a consumer (async)."""
+    await get_channel_layer().send(messages.worker_channel(worker), message.to_message())
+
+
+def send_sync(worker: str, message: messages.Message) -> None:
+    """From a service (sync); a failure is logged, never raised."""
+    try:
+        async_to_sync(send)(worker, message)
+    except Exception:  # noqa: BLE001 - a dead worker's inbox must not fail the caller
+        log.exception("could not send %s to worker %s", message.TYPE, worker)

@@ -1,0 +1,61 @@
+"""Fitting the semantic layer: what it learns from and how its thresholds are chosen.
+
+`manage.py screening_train` is the shell; it writes `data/classifier.npz`. The evaluation split
+and the hand-written splits are never trained on or used to pick thresholds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from worlds.moderation.screening import classifier
+from worlds.moderation.screening.evaluation import load_rows
+from worlds.moderation.screening.normalise import readable
+from worlds.moderation.screening.semantic import embed
+from worlds.moderation.screening.verdicts import CATEGORIES
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+EXAMPLE_FILES = ("examples.txt", "examples_generated.txt")  # "category | phrase" per line
+TRAINING_SPLITS = ("tune",)
+
+
+def load_examples() -> dict[str, list[str]]:
+    examples: dict[str, list[str]] = {c: [] for c in (*CATEGORIES, "benign")}
+    lines = []
+    for name in EXAMPLE_FILES:
+        path = DATA_DIR / name
+        if path.exists():
+            lines += path.read_text().splitlines()
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        category, phrase = (part.strip() for part in line.split("|", 1))
+        examples[category].append(phrase)
+    return examples
+
+
+def training_rows() -> list[tuple[str, str]]:
+    """What the classifier learns from: the example sets and the tuning split, never eval."""
+    examples = [(c, p) for c, phrases in load_examples().items() for p in phrases]
+    return examples + [row for split in TRAINING_SPLITS for row in load_rows(split)]
+
+
+def train(
+    *, hold_fp: float = 0.02, block_fp: float = 0.005, l2: float = 1e-5
+) -> tuple[classifier.Classifier, int]:
+    """Fit the semantic classifier on `training_rows()`; hold and block thresholds let through
+    at most `hold_fp` / `block_fp` of the benign training phrases in 5-fold cross-validation.
+    -> (the classifier, how many phrases it learnt from)."""
+    rows = training_rows()
+    texts = [readable(text) for _, text in rows]
+    labels = [label for label, _ in rows]
+    embeddings = embed(texts)
+    harm = classifier.cross_validated_harm(embeddings, labels, l2=l2)
+    benign = harm[np.array(labels) == "benign"]
+    weights, bias = classifier.fit(embeddings, labels, l2=l2)
+    hold = classifier.threshold_for(benign, hold_fp)
+    block = max(classifier.threshold_for(benign, block_fp), hold)
+    return classifier.Classifier(weights, bias, hold=hold, block=block), len(rows)
