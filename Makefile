@@ -10,7 +10,7 @@ PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test install lint fmt demo worker train evaluate bench clean
+.PHONY: run test install lint fmt demo worker train evaluate bench screenshots clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ bench: install
 	$(PY) bench/inference.py
 	$(PY) bench/gallery.py
 	$(PY) bench/play.py
+
+# PNGs of the main pages at desktop and phone sizes in var/screenshots/: starts its own server
+# (the embedded default on a throw-away database, with the demo catalog) and Debian's Chromium.
+screenshots: install
+	$(PY) -m tests.browser.screenshots
 
 clean:
 	rm -rf var/parallax.sqlite3 var/media var/static

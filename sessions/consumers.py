@@ -412,9 +412,8 @@ class PlayConsumer(SessionConsumer):
 
     async def session_player(self, event):
         if m.Player.from_message(event).channel != self.channel_name:
-            await self.send_json(
-                {"type": "error", "code": "replaced", "message": "This session is open elsewhere."}
-            )
+            why = "You opened this world in another tab or window: it plays there now."
+            await self.send_json({"type": "error", "code": "replaced", "message": why})
             await self.close(code=CLOSE_REPLACED)
 
     async def session_placed(self, event):

@@ -29,6 +29,7 @@ class EndReason(models.TextChoices):
     IDLE = "idle", "No input for too long"
     MAX_LENGTH = "max_length", "Reached the maximum length"
     ABANDONED = "abandoned", "The player left"
+    SWITCHED = "switched", "The player opened another world"
     MODERATOR = "moderator", "Ended by a moderator"
     WORKER = "worker", "Ended by the inference worker"
     FAILED = "failed", "The world could not be generated"

@@ -12,10 +12,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from inference.serving.messages import MAX_SAY_CHARS
 from inference.world.spec import KEYS, MAX_PROMPT_CHARS
 
 MAX_MESSAGE_BYTES = 4096
-MAX_SAY_CHARS = 500
 MAX_SEQ = 2**32 - 1  # echoed back as a u32 in the frame header
 RATE_LIMIT_MESSAGES = 60
 RATE_LIMIT_WINDOW_S = 1.0

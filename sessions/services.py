@@ -70,7 +70,8 @@ def session_create(
     """Start (or return the running) session of this player in this world; -> (session, created).
 
     Raises World.DoesNotExist, ValidationError or SessionLimitReached. A player has at most one
-    running session per world: opening the play page again resumes it.
+    running session per world: opening the play page again resumes it. Their sessions in other
+    worlds whose socket is gone end (``switched``): opening a world leaves the last one.
     """
     if user is not None and not user.is_authenticated:
         user = None
@@ -87,6 +88,15 @@ def session_create(
         running = PlaySession.objects.filter(mine, world=world, status__in=ACTIVE_STATUSES).first()
         if running is not None:
             return running, False
+        # Opening another world leaves the last one: this player's sessions whose socket is
+        # gone end now instead of holding the limit until their reconnect grace runs out.
+        left = list(
+            PlaySession.objects.filter(mine, status__in=ACTIVE_STATUSES)
+            .exclude(disconnected_at=None)
+            .order_by("disconnected_at")
+        )
+        for stale in left:
+            _record_end(session=stale, reason=EndReason.SWITCHED)
         _check_limits(user=user, session_key=session_key, client_ip=client_ip)
         session = PlaySession.objects.create(
             world=world,
@@ -98,6 +108,8 @@ def session_create(
             # No socket yet: a player who never connects is reaped after the reconnect grace.
             disconnected_at=timezone.now(),
         )
+    for stale in left:
+        _after_end(session=stale, reason=EndReason.SWITCHED)
     # Placement is in Redis, outside the transaction: reserve only once the row exists.
     session = _place(session)
     world_record_play(world=world)
@@ -204,7 +216,13 @@ def session_end(
     ended = _record_end(session=session, reason=reason, failed=failed)
     if ended is None:
         return PlaySession.objects.get(pk=session.pk)
-    session = ended
+    _after_end(session=ended, reason=reason, message=message)
+    queue_promote()
+    return ended
+
+
+def _after_end(*, session: PlaySession, reason: str, message: str | None = None) -> None:
+    """Outside the database: free the slot, tell the worker and the clients."""
     placement = get_placement()
     placement.release_slot(str(session.id))
     placement.remove_from_queue(str(session.id))
@@ -212,8 +230,6 @@ def session_end(
     if session.worker_name:
         send_sync(session.worker_name, messages.End(session_id=str(session.id), reason=reason))
     _group_send(session.id, messages.Status(state="ended", reason=message or reason))
-    queue_promote()
-    return session
 
 
 def session_ended_by_worker(*, session_id, reason: str | None) -> None:

@@ -28,6 +28,10 @@ from inference.world import text as text_encoder
 
 STORY_LINES_SHOWN = 12  # story so far sent with each pair of options
 MAX_LINE_CHARS = 240
+STORY_RECENT_LINES = 4  # lines a prompt quotes whole; older ones live on in the summary
+SUMMARY_CHARS = 400  # the rolling summary keeps its most recent sentences within this
+RECENT_PICKS = 10  # labels of picks remembered, so new options do not repeat them
+CHAT_RECENT_TURNS = 6  # (speaker, text) lines of dialogue a prompt quotes whole
 
 # --- world events: text the event heads recognise, and what each does ----------------------
 # (kind, value) -> event text. kind is a key of WorldEngine.describe (feature: no state key).
@@ -171,6 +175,13 @@ class Story:
     offered: tuple[str, ...] = ()  # beat names of the last pair, picked or not
     index: int = 0  # pairs offered so far; the current pair is "c<index>"
     options: tuple[Option, ...] = ()  # the pair on offer, empty between a pick and the next
+    summary: str = ""  # rolling summary of the lines older than the recent ones
+    labels: tuple[str, ...] = ()  # labels of the last RECENT_PICKS picks, oldest first
+
+    @property
+    def recent_lines(self) -> tuple[str, ...]:
+        """The opening and the last lines, which prompts quote whole."""
+        return self.lines[:1] + self.lines[1:][-STORY_RECENT_LINES:]
 
     @property
     def choice_id(self) -> str:
@@ -185,6 +196,8 @@ class Story:
             "offered": list(self.offered),
             "index": self.index,
             "options": options,
+            "summary": self.summary,
+            "labels": list(self.labels),
         }
 
 
@@ -228,12 +241,33 @@ def story_pick(story: Story, choice_id: str, option: int) -> tuple[Story, Option
     picked = story.options[option]
     after = replace(
         story,
-        lines=(*story.lines, picked.narration),
         picks=(*story.picks, picked.beat),
         offered=tuple(o.beat for o in story.options),
         options=(),
+        labels=(*story.labels, picked.label)[-RECENT_PICKS:],
     )
-    return after, picked
+    # A generated option is narrated after the pick (narrator.py); a grammar beat carries its own.
+    return (story_narrated(after, picked.narration) if picked.narration else after), picked
+
+
+def story_narrated(story: Story, line: str) -> Story:
+    """The story with one more line; the line that leaves the recent window joins the summary."""
+    lines = (*story.lines, _clip(_clean(line), MAX_LINE_CHARS))
+    summary = story.summary
+    if len(lines) > 1 + STORY_RECENT_LINES:
+        summary = rolling_summary(summary, lines[-STORY_RECENT_LINES - 1])
+    return replace(story, lines=lines, summary=summary)
+
+
+def rolling_summary(summary: str, line: str, limit: int = SUMMARY_CHARS) -> str:
+    """The summary with a line folded in, dropping its oldest sentences beyond `limit`."""
+    text = _clean(f"{summary} {line}")
+    while len(text) > limit:
+        parts = re.split(r"(?<=[.!?])\s+", text, maxsplit=1)
+        if len(parts) < 2:
+            return _clip(text[-limit:], limit)
+        text = parts[1]
+    return text
 
 
 def choices_message(story: Story) -> dict:
@@ -363,6 +397,7 @@ REPLIES: dict[str, tuple[str, ...]] = {
                 "{open} Say that another way?"),
 }  # fmt: skip
 MAX_REPLY_CHARS = 200
+MAX_EXAMPLES = 8  # creator's example lines a prompt quotes
 
 
 @dataclass(frozen=True)
@@ -373,6 +408,9 @@ class Character:
     turn: int = 0  # lines answered so far
     greeted: bool = False
     last_intent: str = ""
+    examples: tuple[str, ...] = ()  # lines the creator wrote in the character's voice
+    memory: tuple[tuple[str, str], ...] = ()  # recent (speaker, text) turns, "you" or the name
+    summary: str = ""  # rolling summary of the turns older than `memory`
 
     def to_meta(self) -> dict:
         return {
@@ -383,7 +421,20 @@ class Character:
             "turn": self.turn,
             "greeted": self.greeted,
             "last_intent": self.last_intent,
+            "examples": list(self.examples),
+            "memory": [list(t) for t in self.memory],
+            "summary": self.summary,
         }
+
+
+def character_remember(character: Character, line: str, reply: str) -> Character:
+    """The character with one exchange added to its memory; what falls out is summarised."""
+    turns = (*character.memory, ("you", line), (character.name, reply))
+    summary = character.summary
+    for speaker, text in turns[:-CHAT_RECENT_TURNS]:
+        who = "The traveller" if speaker == "you" else speaker
+        summary = rolling_summary(summary, f"{who} said: {_clip(text, 120)}")
+    return replace(character, memory=turns[-CHAT_RECENT_TURNS:], summary=summary)
 
 
 @dataclass(frozen=True)
@@ -401,7 +452,11 @@ def character_start(card: dict) -> Character:
     name = _clean(str(card.get("name") or ""))[:60] or "Stranger"
     persona = _clean(str(card.get("persona") or ""))
     greeting = _clean(str(card.get("greeting") or "")) or f"Hello there. I'm {name}."
-    return Character(name=name, persona=persona, greeting=greeting)
+    raw = card.get("examples") or ()
+    examples = tuple(
+        _clip(_clean(e), MAX_LINE_CHARS) for e in raw if isinstance(e, str) and e.strip()
+    )[:MAX_EXAMPLES] if isinstance(raw, list | tuple) else ()
+    return Character(name=name, persona=persona, greeting=greeting, examples=examples)
 
 
 def character_greet(character: Character) -> tuple[Character, str]:
@@ -451,7 +506,9 @@ def character_reply(
     templates = REPLIES[key]
     text = templates[int(rng.integers(len(templates)))].format(**slots)
     text = _clip(" ".join(text.split()), MAX_REPLY_CHARS)
-    turned = replace(character, turn=character.turn + 1, last_intent=intent)
+    turned = character_remember(
+        replace(character, turn=character.turn + 1, last_intent=intent), line, text
+    )
     event = requested if key == "change_done" else None
     return turned, Reply(text=text, intent=intent, event=event)
 
@@ -556,6 +613,8 @@ def from_meta(meta) -> Story | Character | None:
                 offered=tuple(str(p) for p in meta.get("offered") or []),
                 index=int(meta.get("index") or 0),
                 options=options,
+                summary=str(meta.get("summary") or ""),
+                labels=tuple(str(label) for label in meta.get("labels") or []),
             )
         if meta.get("kind") == "character":
             return Character(
@@ -565,6 +624,9 @@ def from_meta(meta) -> Story | Character | None:
                 turn=int(meta.get("turn") or 0),
                 greeted=bool(meta.get("greeted")),
                 last_intent=str(meta.get("last_intent") or ""),
+                examples=tuple(str(e) for e in meta.get("examples") or []),
+                memory=tuple((str(a), str(b)) for a, b in meta.get("memory") or []),
+                summary=str(meta.get("summary") or ""),
             )
     except (KeyError, IndexError, TypeError, ValueError):
         return None

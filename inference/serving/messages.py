@@ -63,6 +63,8 @@ def _strs(value) -> tuple[str, ...]:
 
 # --- web → worker ---------------------------------------------------------------------------
 
+MAX_SAY_CHARS = 500  # a player's line to the character; the web side refuses longer ones first
+
 
 @dataclass(frozen=True)
 class CharacterCard:

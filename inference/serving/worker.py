@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 STATUS_EVERY_S = 2.0  # live sessions hear the achieved fps this often
 MAX_EVENTS_QUEUED = 8  # text events waiting per session; more are rejected, not queued
 MAX_SAYS_QUEUED = 3  # player lines waiting for the character's answer; more get an error
-MAX_SAY_CHARS = 500
 
 
 class InferenceWorker:
@@ -279,7 +278,7 @@ class InferenceWorker:
         text, sid = message.text, session.session_id
         if not isinstance(session.narrative, narrative.Character):
             self._spawn(self._error(sid, "unsupported", "No one here to talk to."))
-        elif text is None or not text.strip() or len(text) > MAX_SAY_CHARS:
+        elif text is None or not text.strip() or len(text) > m.MAX_SAY_CHARS:
             self._spawn(self._error(sid, "bad_text", "Say something (500 characters at most)."))
         elif self._says_waiting.get(sid, 0) >= MAX_SAYS_QUEUED:
             self._spawn(self._error(sid, "too_many_messages", "Wait for an answer first."))

@@ -49,6 +49,7 @@
     idle: "no input for a while",
     max_length: "it reached the maximum length",
     abandoned: "you were away too long",
+    switched: "you opened another world",
     moderator: "a moderator ended it",
     worker: "the world engine stopped",
     failed: "the world could not be generated",

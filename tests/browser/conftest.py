@@ -4,6 +4,7 @@ Debian's Chromium driven by Playwright. Never a downloaded browser.
 `live_url` (module scope) starts Daphne once per test module. A module can override
 `daphne_env` (module scope) to pass extra environment, e.g. for the play page.
 Tests that use `live_url` must also use `transactional_db` so the server sees their rows.
+The server and browser helpers live in live_server.py, shared with `make screenshots`.
 """
 
 import os

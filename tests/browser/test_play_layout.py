@@ -116,3 +116,25 @@ def test_the_chat_stays_on_screen_with_the_world_at_1280_by_800(live_url, page, 
         assert_on_screen(page, selector)
     assert box(page, "#play-canvas")["height"] >= 0.6 * 800
     assert page.evaluate("scrollY") == 0
+
+
+def test_a_spectator_sees_the_same_large_world_on_the_watch_page(live_url, page, phone, request):
+    request.getfixturevalue("clean_placement")
+    world = make_world()
+    open_live(page, f"{live_url}/play/{world.slug}/")
+    watch_url = page.get_attribute("#watch-link", "href")
+    assert watch_url, "the play page offers a watch link for a public session"
+    for spectator in (page.context.new_page(), phone):
+        spectator.goto(live_url + watch_url)
+        spectator.wait_for_function(
+            "Number(document.getElementById('watch').dataset.frames) >= 1", timeout=120_000
+        )
+        canvas, viewport = box(spectator, "#watch-canvas"), spectator.viewport_size
+        print(f"watch {viewport['width']}x{viewport['height']}: canvas {canvas['width']:.0f}")
+        assert round(canvas["width"]) == round(canvas["height"])
+        if viewport["width"] < 800:
+            assert round(canvas["width"]) == viewport["width"]
+        else:
+            assert canvas["height"] >= 0.6 * viewport["height"]
+        assert_on_screen(spectator, "#watch-canvas")
+        assert spectator.text_content("#hud-state") == "live"

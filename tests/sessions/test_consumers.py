@@ -405,6 +405,7 @@ async def test_a_second_socket_replaces_the_first_and_its_late_close_detaches_no
         after = await inbox.next()
         await new.disconnect()
     assert (replaced["code"], code) == ("replaced", 4409)
+    assert "another tab" in replaced["message"]  # the first tab is told why it lost control
     # The worker was never told to pause: the next thing it heard was the new socket's input.
     assert after["type"] == "session.input" and after["seq"] == 8
 

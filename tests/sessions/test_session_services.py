@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from sessions import services
+from sessions.worker_client import get_placement
 from sessions.models import EndReason, PlaySession, SessionStatus
 from tests.sessions.play_fixtures import make_user, make_world
 from worlds.models import World, WorldStatus
@@ -86,11 +87,34 @@ def test_it_returns_the_running_session_when_the_player_comes_back(world, player
 
 def test_it_limits_anonymous_sessions_per_browser(worker_slots):
     worker_slots.add(capacity=8)
-    _create(make_world(), key="browser-1")
+    playing, _ = _create(make_world(), key="browser-1")
+    services.session_attached(session=playing, channel="tab-1")
     with pytest.raises(services.SessionLimitReached):
         _create(make_world(), key="browser-1")
     other, created = _create(make_world(), key="browser-2")
     assert created
+
+
+def test_opening_another_world_ends_the_one_whose_socket_is_gone(worker_slots):
+    worker_slots.add(capacity=8)
+    left, _ = _create(make_world(), key="browser-1")
+    services.session_attached(session=left, channel="tab-1")
+    services.session_detached(session=left, channel="tab-1")
+    new, created = _create(make_world(), key="browser-1")
+    left.refresh_from_db()
+    assert created and new.is_active
+    assert (left.status, left.end_reason) == (SessionStatus.ENDED, EndReason.SWITCHED)
+    assert get_placement().worker_of(str(left.id)) is None  # its slot went back
+
+
+def test_switching_never_ends_another_players_session(worker_slots, settings):
+    settings.SESSION_MAX_ANON_PER_IP = 1
+    worker_slots.add(capacity=8)
+    theirs, _ = _create(make_world(), key="their-browser", ip="10.7.7.7")
+    with pytest.raises(services.SessionLimitReached):
+        _create(make_world(), key="my-browser", ip="10.7.7.7")
+    theirs.refresh_from_db()
+    assert theirs.is_active
 
 
 def test_it_limits_anonymous_sessions_per_ip(worker_slots, settings):
@@ -107,8 +131,9 @@ def test_it_limits_anonymous_sessions_per_ip(worker_slots, settings):
 def test_it_limits_sessions_per_account(player, worker_slots, settings):
     settings.SESSION_MAX_PER_USER = 2
     worker_slots.add(capacity=8)
-    _create(make_world(), player)
-    _create(make_world(), player)
+    for tab in ("tab-1", "tab-2"):
+        session, _ = _create(make_world(), player)
+        services.session_attached(session=session, channel=tab)
     with pytest.raises(services.SessionLimitReached):
         _create(make_world(), player)
 

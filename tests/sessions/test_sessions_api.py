@@ -50,13 +50,24 @@ def test_the_same_browser_gets_its_running_session_back(world, client, worker_sl
     assert again.json()["id"] == first.json()["id"]
 
 
-def test_a_second_anonymous_session_in_one_browser_is_refused(client, worker_slots):
+def test_a_second_anonymous_session_while_the_first_is_played_is_refused(client, worker_slots):
     worker_slots.add(capacity=4)
-    client.post("/api/sessions/", {"world": make_world().slug}, format="json")
+    first = client.post("/api/sessions/", {"world": make_world().slug}, format="json")
+    # Its socket is on (the play page is open in a tab).
+    PlaySession.objects.filter(pk=first.json()["id"]).update(disconnected_at=None)
     response = client.post("/api/sessions/", {"world": make_world().slug}, format="json")
     assert response.status_code == 429
     assert "session" in response.json()["detail"]
     assert PlaySession.objects.count() == 1
+
+
+def test_an_anonymous_player_who_left_a_world_can_open_another(client, worker_slots):
+    worker_slots.add(capacity=4)
+    first = client.post("/api/sessions/", {"world": make_world().slug}, format="json")
+    second = client.post("/api/sessions/", {"world": make_world().slug}, format="json")
+    assert second.status_code == 201
+    left = PlaySession.objects.get(pk=first.json()["id"])
+    assert (left.status, left.end_reason) == (SessionStatus.ENDED, EndReason.SWITCHED)
 
 
 def test_the_client_sees_its_queue_position(world, worker_slots):

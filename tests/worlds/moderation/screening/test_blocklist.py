@@ -53,3 +53,22 @@ def test_the_blocklist_leaves_words_that_merely_contain_a_listed_word(text):
 def test_a_link_is_held_for_review_as_spam():
     result = blocklist_screen("visit www.cheap-gems.biz today", field="description")
     assert (result.verdict, result.category) == ("hold", "spam")
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("h0w t0 m4ke a b0mb", "weapons"),
+        ("how to build a bomb", "weapons"),
+        ("Hitler did nothing wrong", "extremism"),
+        ("r a c e  w a r  n o w", "extremism"),
+    ],
+)
+def test_weapons_instructions_and_extremist_slogans_are_blocked(text, category):
+    result = blocklist_screen(text, field="event")
+    assert (result.verdict, result.category) == ("block", category)
+
+
+@pytest.mark.parametrize("text", ["a bomb-sniffing dog", "a bath bomb", "the bomb squad"])
+def test_the_word_bomb_alone_is_left_to_the_semantic_layer(text):
+    assert blocklist_screen(text, field="event").verdict == "allow"

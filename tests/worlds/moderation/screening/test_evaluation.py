@@ -21,7 +21,7 @@ def test_the_evaluation_set_has_hundreds_of_phrases_per_category():
 def test_no_evaluation_phrase_is_a_tuning_phrase_or_an_example():
     tuned = {text for _, text in evaluation.load_rows("tune")}
     examples = {p for phrases in load_examples().values() for p in phrases}
-    for split in ("eval", "handwritten"):
+    for split in ("eval", "handwritten", "heldout"):
         evaluated = {text for _, text in evaluation.load_rows(split)}
         assert not evaluated & tuned, split
         assert not evaluated & examples, split
@@ -49,3 +49,33 @@ def test_the_command_prints_the_table_and_meets_the_goal():
     )
     assert recall >= 0.90
     assert fp <= 0.05
+
+
+def test_the_heldout_split_is_hand_written_with_weapons_extremism_and_conversation():
+    counts: dict[str, int] = {}
+    for label, _ in evaluation.load_rows("heldout"):
+        counts[label] = counts.get(label, 0) + 1
+    assert sum(counts.values()) >= 150
+    assert counts["conversation"] >= 40
+    assert counts["weapons"] >= 25 and counts["extremism"] >= 25
+    assert counts["benign"] >= 30  # look-alikes: a bomb-sniffing dog, a war museum
+
+
+def test_screening_meets_the_goal_on_the_heldout_split():
+    # Never trained on and not used to fit thresholds (see screening/training.py).
+    rows = evaluation.measure(evaluation.score(evaluation.load_rows("heldout")))
+    assert evaluation.harmful_recall(rows) >= 0.90
+    assert evaluation.false_positive_rate(rows, "benign") <= 0.05
+    assert evaluation.false_positive_rate(rows, "conversation") <= 0.02
+
+
+def test_the_command_prints_the_confusion_table_of_the_heldout_split():
+    out = io.StringIO()
+    call_command("screening_eval", "--split", "heldout", stdout=out)
+    text = out.getvalue()
+    assert "conversation false positives" in text
+    header = next(line for line in text.splitlines() if line.startswith("label "))
+    assert header.split()[:4] == ["label", "n", "allow", "sexual"]
+    assert "weapons" in header and "extremism" in header
+    weapons = next(line for line in text.splitlines() if line.startswith("weapons "))
+    assert weapons.split()[1] == "30"  # the row counts every weapons phrase of the split
