@@ -7,8 +7,8 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from sessions import services
-from sessions.worker_client import get_placement
 from sessions.models import EndReason, PlaySession, SessionStatus
+from sessions.worker_client import get_placement
 from tests.sessions.play_fixtures import make_user, make_world
 from worlds.models import World, WorldStatus
 
