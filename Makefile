@@ -17,6 +17,11 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, pinned: the CPU build on this machine's disk (a looser pin pulls CUDA).
 	$(PY) -m pip install --quiet torch==2.13.0
+	# llama-cpp-python is compiled from source (about 10 minutes on 2 cores the first time; pip
+	# caches the wheel): installed on its own and not quiet, so the build shows it is running.
+	@echo "Installing llama-cpp-python: the first build compiles llama.cpp (about 10 minutes)."
+	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(PY) -m pip install --progress-bar on \
+		"$$(grep -m1 '^llama-cpp-python' requirements-dev.txt)"
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
@@ -62,6 +67,7 @@ bench: install
 	$(PY) bench/inference.py
 	$(PY) bench/gallery.py
 	$(PY) bench/play.py
+	$(PY) bench/narrative.py
 
 # PNGs of the main pages at desktop and phone sizes in var/screenshots/: starts its own server
 # (the embedded default on a throw-away database, with the demo catalog) and Debian's Chromium.

@@ -63,6 +63,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.state = ""
         self.fps = 0.0
         self.viewers = 0
+        self.narrator: str | None = None  # which backend wrote the last story step or reply
         self.closing = False
         session, close_code = await self._authorise()
         if close_code is not None:
@@ -99,6 +100,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def send_status(self, *, reason: str | None = None, position: int | None = None):
         message = {"type": "status", "state": self.state, "fps": self.fps, "viewers": self.viewers}
+        if self.narrator:
+            message["narrator"] = self.narrator
         if position is not None:
             message["position"] = position
         if reason:
@@ -116,6 +119,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         status = m.Status.from_message(event)
         self.state = status.state or self.state
         self.fps = status.fps
+        self.narrator = status.narrator or self.narrator
         await self.send_status(reason=status.reason)
         if self.state == SessionStatus.ENDED:
             await self.close(code=1000)
@@ -138,8 +142,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
         )
 
     async def session_say(self, event):
+        # Generated lines were screened on the worker before they were sent (and a partial
+        # only ever as a whole prefix): see worker_client.screen_generated_line.
         line = m.Line.from_message(event)
-        await self.send_json({"type": "say", "speaker": line.speaker, "text": line.text})
+        message = {"type": "say", "speaker": line.speaker, "text": line.text}
+        if line.partial:
+            message["partial"] = True
+        await self.send_json(message)
 
     async def session_error(self, event):
         pass  # the worker's answer to the player's own pick or line

@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from sessions import services
-from sessions.worker_client import get_placement
+from sessions.worker_client import get_placement, screen_generated_line
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,7 @@ async def ensure_started() -> None:
             fps=settings.INFERENCE_FPS,
             channel_layer=get_channel_layer(),
             placement=get_placement(),
+            screen=screen_generated_line,
         )
         # Not awaited: loading the model takes seconds; queued sessions start once it registers.
         _worker_task = asyncio.get_running_loop().create_task(_worker.run())

@@ -16,6 +16,7 @@ from django.conf import settings
 from inference.serving import messages
 from inference.serving.placement import InMemoryPlacement, Placement, RedisPlacement
 from sessions.models import PlaySession
+from worlds.moderation import policy
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +50,17 @@ def attach_message(session: PlaySession, *, restore: bool) -> messages.Attach:
             name=version.character_name,
             persona=version.character_persona,
             greeting=version.character_greeting,
+            examples=tuple(version.example_lines()),
         ),
     )
+
+
+def screen_generated_line(text: str) -> bool:
+    """May a line the worker's language model wrote (a story option or narration, a character's
+    reply or a partial of one) be shown? The same screening as a player's line to the
+    character; the worker calls this on its generation thread before it sends the line, so a
+    blocked line is never sent (inference/ is Django-free: the entry points pass it in)."""
+    return policy.screen_play_text(text, field="say") is None
 
 
 async def send(worker: str, message: messages.Message) -> None:

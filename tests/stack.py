@@ -73,9 +73,7 @@ class Processes:
     def spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.logdir / f"{name}.log", "w")  # noqa: SIM115 - closed in stop()
         self._logs.append(log)
-        proc = subprocess.Popen(
-            argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
-        )
+        proc = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.procs[name] = proc
         return proc
 

@@ -39,6 +39,14 @@ class WorldForm(forms.Form):
         max_length=1000, required=False, widget=forms.Textarea(attrs={"rows": 3})
     )
     character_greeting = forms.CharField(max_length=300, required=False)
+    character_examples = forms.CharField(
+        max_length=1500,
+        required=False,
+        label="Example lines",
+        help_text="Characters: things they might say, one per line (up to 8). The language "
+        "model takes its voice from these.",
+        widget=forms.Textarea(attrs={"rows": 4}),
+    )
     cover = forms.FileField(
         required=False,
         help_text="JPEG, PNG or WebP, at most 5 MB and 4096×4096.",

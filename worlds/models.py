@@ -35,6 +35,8 @@ class World(models.Model):
     character_name = models.CharField(max_length=60, blank=True)
     character_persona = models.TextField(max_length=1000, blank=True)
     character_greeting = models.CharField(max_length=300, blank=True)
+    # Lines the character might say, one per line: the language model's examples of its voice.
+    character_examples = models.TextField(max_length=1500, blank=True)
     cover = models.ImageField(upload_to="covers/%Y/%m/", blank=True)
     # True when the cover is a frame the world model rendered (replaced when the spec changes),
     # False when the creator uploaded it (never touched by the renderer).
@@ -83,6 +85,17 @@ class World(models.Model):
             return self.cover.url
         return reverse("world-placeholder", kwargs={"category": self.category, "slug": self.slug})
 
+    def example_lines(self) -> list[str]:
+        return example_lines(self.character_examples)
+
+
+MAX_EXAMPLE_LINES = 8
+
+
+def example_lines(text: str) -> list[str]:
+    """The creator's example lines: one per line, blanks dropped, at most MAX_EXAMPLE_LINES."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()][:MAX_EXAMPLE_LINES]
+
 
 # The fields a play session depends on: changing any of them makes a new WorldVersion.
 SPEC_FIELDS = (
@@ -94,6 +107,7 @@ SPEC_FIELDS = (
     "character_name",
     "character_persona",
     "character_greeting",
+    "character_examples",
 )
 
 
@@ -111,6 +125,8 @@ class WorldVersion(models.Model):
     character_name = models.CharField(max_length=60, blank=True)
     character_persona = models.TextField(max_length=1000, blank=True)
     character_greeting = models.CharField(max_length=300, blank=True)
+    # Lines the character might say, one per line: the language model's examples of its voice.
+    character_examples = models.TextField(max_length=1500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -121,6 +137,9 @@ class WorldVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.world.slug} v{self.number}"
+
+    def example_lines(self) -> list[str]:
+        return example_lines(self.character_examples)
 
 
 class Like(models.Model):

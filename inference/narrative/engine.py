@@ -453,9 +453,13 @@ def character_start(card: dict) -> Character:
     persona = _clean(str(card.get("persona") or ""))
     greeting = _clean(str(card.get("greeting") or "")) or f"Hello there. I'm {name}."
     raw = card.get("examples") or ()
-    examples = tuple(
-        _clip(_clean(e), MAX_LINE_CHARS) for e in raw if isinstance(e, str) and e.strip()
-    )[:MAX_EXAMPLES] if isinstance(raw, list | tuple) else ()
+    examples = (
+        tuple(_clip(_clean(e), MAX_LINE_CHARS) for e in raw if isinstance(e, str) and e.strip())[
+            :MAX_EXAMPLES
+        ]
+        if isinstance(raw, list | tuple)
+        else ()
+    )
     return Character(name=name, persona=persona, greeting=greeting, examples=examples)
 
 

@@ -71,12 +71,18 @@ class CharacterCard:
     name: str = ""
     persona: str = ""
     greeting: str = ""
+    examples: tuple[str, ...] = ()  # lines the creator wrote in the character's voice
 
     @classmethod
     def from_message(cls, body) -> CharacterCard | None:
         if not isinstance(body, dict):
             return None
-        return cls(_str(body.get("name")), _str(body.get("persona")), _str(body.get("greeting")))
+        return cls(
+            _str(body.get("name")),
+            _str(body.get("persona")),
+            _str(body.get("greeting")),
+            _strs(body.get("examples")),
+        )
 
 
 @dataclass(frozen=True)
@@ -255,6 +261,7 @@ class Status(Message):
     fps: float = 0.0
     reason: str | None = None
     worker: str | None = None
+    narrator: str | None = None  # who wrote the last story step or reply ("grammar", ...)
 
     @classmethod
     def from_message(cls, body: dict) -> Status:
@@ -264,6 +271,7 @@ class Status(Message):
             fps=float(fps) if isinstance(fps, int | float) and not isinstance(fps, bool) else 0.0,
             reason=_opt_str(body.get("reason")),
             worker=_opt_str(body.get("worker")),
+            narrator=_opt_str(body.get("narrator")),
         )
 
 
@@ -303,15 +311,18 @@ class Choices(Message):
 
 @dataclass(frozen=True)
 class Line(Message):
-    """A line of dialogue: the player's own (speaker "you") or the character's."""
+    """A line of dialogue: the player's own (speaker "you") or the character's. ``partial``:
+    the character's reply so far, while it is generated (each one replaces the last; the final
+    line, without ``partial``, replaces them all)."""
 
     TYPE = "session.say"
     speaker: str
     text: str
+    partial: bool = False
 
     @classmethod
     def from_message(cls, body: dict) -> Line:
-        return cls(_str(body.get("speaker")), _str(body.get("text")))
+        return cls(_str(body.get("speaker")), _str(body.get("text")), body.get("partial") is True)
 
 
 @dataclass(frozen=True)

@@ -43,3 +43,4 @@ class LiveSession:
     due: float = 0.0  # loop time when its next frame should go out
     live_since: float = 0.0  # loop time it went live (a fresh session is not "late")
     narrative: object = None  # inference.narrative.engine Story or Character; None in other worlds
+    narrator: str = ""  # which backend wrote its last story step or reply ("grammar", ...)

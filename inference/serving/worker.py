@@ -9,7 +9,9 @@ the target frame rate. Stepping never holds up the ticks, and an answer to new k
 the moment its step lands.
 
 Around the loops: starting, restoring and ending sessions; story picks and dialogue
-(``inference.narrative``), composed on a narrative thread; snapshots of each session every
+(``inference.narrative.narrator``: a language model, the grammar as its fallback), generated on
+the narrative runner's own thread (bounded queue, deadline per request, sessions in turn) and
+streamed to the chat as partial lines; snapshots of each session every
 ~2 s (``snapshot.py``); failover and a graceful handover on stop (``failover.py``).
 Django-free: the web side and the ``inference_worker`` command pass in a channel layer and a
 placement.
@@ -21,9 +23,12 @@ import dataclasses
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from inference.narrative import engine as narrative
+from inference.narrative.narrator import Answer, Narrator
+from inference.narrative.runner import GenerationRunner, QueueFull
 from inference.serving import messages as m
 from inference.serving.core import EngineCore, StepOutputs
 from inference.serving.failover import HEARTBEAT_S, Failover
@@ -38,6 +43,10 @@ log = logging.getLogger(__name__)
 STATUS_EVERY_S = 2.0  # live sessions hear the achieved fps this often
 MAX_EVENTS_QUEUED = 8  # text events waiting per session; more are rejected, not queued
 MAX_SAYS_QUEUED = 3  # player lines waiting for the character's answer; more get an error
+# Deadlines per generation request (queue wait included): past them the grammar answers.
+OFFER_TIMEOUT_S = 6.0
+NARRATE_TIMEOUT_S = 4.0
+REPLY_TIMEOUT_S = 5.0
 
 
 class InferenceWorker:
@@ -56,7 +65,12 @@ class InferenceWorker:
         jpeg_quality: int = 80,
         max_batch: int | None = None,
         step_budget_s: float | None = None,
+        narrator: Narrator | None = None,
+        screen: Callable[[str], bool] | None = None,
     ) -> None:
+        """``narrator``: who writes stories and replies (default: ``Narrator.from_env``, which
+        reads ``NARRATIVE_LM`` and friends). ``screen(text) -> bool``: may a generated line be
+        shown; the web side passes moderation's play screening (this package is Django-free)."""
         if capacity < 1 or fps <= 0:
             raise ValueError("capacity must be >= 1 and fps > 0")
         self.name = name
@@ -79,8 +93,13 @@ class InferenceWorker:
         self._stopping = asyncio.Event()
         self._stopped = asyncio.Event()
         self._engine_thread = ThreadPoolExecutor(1, thread_name_prefix=f"engine-{name}")
-        # Story options and replies embed text for a while: off the loop and the engine thread.
-        self._narrative_thread = ThreadPoolExecutor(1, thread_name_prefix=f"narrative-{name}")
+        # Story options and replies take a while to generate: off the loop and the engine thread.
+        self.narrator = narrator if narrator is not None else Narrator.from_env()
+        if screen is not None:
+            self.narrator.screen = screen
+        self._runner = GenerationRunner(
+            name=f"narrative-{name}", per_session=4, max_jobs=max(16, 4 * capacity)
+        )
         self._narrating: dict[str, asyncio.Lock] = {}  # one narrative step at a time per session
         self._says_waiting: dict[str, int] = {}
         self._joined = 0
@@ -127,7 +146,7 @@ class InferenceWorker:
             await asyncio.gather(*pending, return_exceptions=True)
             # Wait for a step in flight: whoever uses the engine next must be alone on it.
             await asyncio.to_thread(self._engine_thread.shutdown, wait=True, cancel_futures=True)
-            self._narrative_thread.shutdown(wait=False, cancel_futures=True)
+            self._runner.close()
             self._running = False
             self._stopped.set()
 
@@ -304,10 +323,11 @@ class InferenceWorker:
                 data = await asyncio.to_thread(self.placement.load_snapshot, session.session_id)
                 if data is not None:
                     meta, world = unpack_snapshot(data)
-                    async with self._building:
-                        await loop.run_in_executor(
-                            self._engine_thread, self.core.restore_world, session, meta, world
-                        )
+                    # Restoring takes milliseconds, unlike a build: a failover's restores queue
+                    # back to back on the engine thread instead of one per step in between.
+                    await loop.run_in_executor(
+                        self._engine_thread, self.core.restore_world, session, meta, world
+                    )
                 elif session.prompt:
                     restore = False  # died before its first snapshot: start the world again
                 else:
@@ -372,6 +392,7 @@ class InferenceWorker:
             self.core.session_fps.pop(session.session_id, None)
             self._narrating.pop(session.session_id, None)
             self._says_waiting.pop(session.session_id, None)
+            self._runner.drop(session.session_id)
         session.status = SessionStatus.ENDED
         if session.world_id:
             world_id, session.world_id = session.world_id, ""
@@ -413,24 +434,36 @@ class InferenceWorker:
                 log.exception("worker %s: narrative of %s failed", self.name, session.session_id)
 
     async def _story_step(self, session: LiveSession, picked: narrative.Option) -> None:
-        """A pick: its event changes the world, then the next pair is composed and offered."""
+        """A pick: its event changes the world, a line narrates it, the next pair is offered."""
         async with self._narrating.setdefault(session.session_id, asyncio.Lock()):
             try:
-                await self._world_change(session, picked.event_text)
+                world = await self._world_change(session, picked.event_text)
+                story = session.narrative
+                answer = await self._generate(
+                    session,
+                    lambda deadline: self.narrator.narrate(story, picked, world, deadline),
+                    NARRATE_TIMEOUT_S,
+                )
+                if self.sessions.get(session.session_id) is not session:
+                    return
+                session.narrative = answer.state
                 await self._offer(session)
             except Exception:
                 log.exception("worker %s: story step of %s failed", self.name, session.session_id)
 
     async def _offer(self, session: LiveSession) -> None:
         world = await self._world_change(session, None)
-        story = await asyncio.get_running_loop().run_in_executor(
-            self._narrative_thread, narrative.story_offer, session.narrative, world, session.seed
+        story, seed = session.narrative, session.seed
+        answer = await self._generate(
+            session,
+            lambda deadline: self.narrator.offer(story, world, seed, deadline),
+            OFFER_TIMEOUT_S,
         )
         if self.sessions.get(session.session_id) is not session:
-            return  # ended or moved while the options were composed
-        session.narrative = story
+            return  # ended or moved while the options were written
+        session.narrative = answer.state
         await self._save_snapshot(session)  # a pick after a failover finds this pair on offer
-        await self._choices(session.session_id, story)
+        await self._choices(session.session_id, answer.state)
 
     async def _character_turn(self, session: LiveSession, line: str) -> None:
         sid = session.session_id
@@ -438,25 +471,66 @@ class InferenceWorker:
             async with self._narrating.setdefault(sid, asyncio.Lock()):
                 await self._send(sid, m.Line(speaker="you", text=line))
                 world = await self._world_change(session, None)
-                character, reply = await asyncio.get_running_loop().run_in_executor(
-                    self._narrative_thread,
-                    narrative.character_reply,
-                    session.narrative,
-                    world,
-                    line,
-                    session.seed,
+                character, seed = session.narrative, session.seed
+                loop = asyncio.get_running_loop()
+                partials: asyncio.Queue[str] = asyncio.Queue()
+
+                def on_partial(text: str) -> None:  # called on the runner's thread
+                    loop.call_soon_threadsafe(partials.put_nowait, text)
+
+                answer = await self._generate(
+                    session,
+                    lambda deadline: self.narrator.reply(
+                        character, world, line, seed, deadline, on_partial
+                    ),
+                    REPLY_TIMEOUT_S,
+                    partials=partials,
+                    speaker=character.name,
                 )
                 if self.sessions.get(sid) is not session:
                     return
-                session.narrative = character
-                if reply.event_text:
-                    await self._world_change(session, reply.event_text)
-                await self._send(sid, m.Line(speaker=character.name, text=reply.text))
+                session.narrative = answer.state
+                if answer.reply.event_text:
+                    await self._world_change(session, answer.reply.event_text)
+                await self._send(sid, m.Line(speaker=character.name, text=answer.reply.text))
         except Exception:
             log.exception("worker %s: dialogue of %s failed", self.name, sid)
         finally:
             if sid in self._says_waiting:
                 self._says_waiting[sid] = max(0, self._says_waiting[sid] - 1)
+
+    async def _generate(
+        self,
+        session: LiveSession,
+        job: Callable[[float], Answer],
+        timeout_s: float,
+        *,
+        partials: asyncio.Queue | None = None,
+        speaker: str = "",
+    ) -> Answer:
+        """Run one narrative job on the runner (sessions in turn) and await its answer, sending
+        the partial lines it streams meanwhile; the session's status learns who answered."""
+        try:
+            future = asyncio.wrap_future(
+                self._runner.submit(session.session_id, job, timeout_s=timeout_s)
+            )
+        except QueueFull:
+            # Every place taken: the grammar answers at once (its deadline has passed).
+            future = asyncio.ensure_future(asyncio.to_thread(job, time.monotonic()))
+        while partials is not None and not future.done():
+            getter = asyncio.ensure_future(partials.get())
+            done, _ = await asyncio.wait({future, getter}, return_when=asyncio.FIRST_COMPLETED)
+            if getter in done:
+                line = m.Line(speaker=speaker, text=getter.result(), partial=True)
+                await self._send(session.session_id, line)
+            else:
+                getter.cancel()  # the final line follows; later partials are dropped
+        answer = await future
+        if answer.backend != session.narrator:
+            session.narrator = answer.backend
+            if session.status is SessionStatus.LIVE:
+                await self._status(session.session_id, "live")
+        return answer
 
     async def _world_change(self, session: LiveSession, event_text: str | None) -> dict:
         """Apply an event (if any) on the engine thread; the world's description after it."""
@@ -572,7 +646,11 @@ class InferenceWorker:
         self, session_id: str, state: str, *, reason: str | None = None, worker: str | None = None
     ) -> None:
         fps = round(self.core.session_fps.get(session_id, 0.0), 1) if self.core else 0.0
-        status = m.Status(state=state, fps=fps, reason=reason, worker=worker or self.name)
+        held = self.sessions.get(session_id)
+        narrator = held.narrator if held is not None and held.narrator else None
+        status = m.Status(
+            state=state, fps=fps, reason=reason, worker=worker or self.name, narrator=narrator
+        )
         await self._send(session_id, status)
 
     async def _choices(self, session_id: str, story: narrative.Story) -> None:
@@ -611,4 +689,6 @@ class InferenceWorker:
             "chunk_cap": core.controller.cap if core else 1,
             "frames_sent": core.frames_sent if core else 0,
             "frames_discarded": sum(s.frames_discarded for s in self.sessions.values()),
+            "narrative_waiting": self._runner.waiting(),
+            "narrative_backends": self.narrator.backends,
         }

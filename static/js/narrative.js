@@ -24,14 +24,23 @@
       });
     }
 
-    function addLine(speaker, text, className) {
+    // The reply being generated: partial lines rewrite it in place, the final line settles it.
+    let streaming = null;
+
+    function addLine(speaker, text, className, partial = false) {
       if (!chat) return;
-      const li = document.createElement("li");
+      let li = streaming && streaming.dataset.speaker === speaker ? streaming : null;
+      if (!li) {
+        li = document.createElement("li");
+        chat.append(li);
+      }
       li.className = className || (speaker === "you" ? "chat-you" : "chat-them");
+      li.classList.toggle("chat-partial", partial);
+      li.dataset.speaker = speaker;
       const who = document.createElement("b");
       who.textContent = `${speaker}: `;
-      li.append(who, document.createTextNode(text));
-      chat.append(li);
+      li.replaceChildren(who, document.createTextNode(text));
+      streaming = partial ? li : null;
       chat.scrollTop = chat.scrollHeight;
     }
 
@@ -59,7 +68,7 @@
           return true;
         }
         if (msg.type === "say") {
-          addLine(msg.speaker, msg.text);
+          addLine(msg.speaker, msg.text, undefined, msg.partial === true);
           return true;
         }
         return false;

@@ -7,9 +7,11 @@
   const field = (name) => form.elements.namedItem(name);
   const extras = {
     stories: ["story_opening"],
-    characters: ["character_name", "character_persona", "character_greeting"],
+    characters: ["character_name", "character_persona", "character_greeting", "character_examples"],
   };
-  const allExtras = ["story_opening", "character_name", "character_persona", "character_greeting"];
+  const allExtras = [
+    "story_opening", "character_name", "character_persona", "character_greeting", "character_examples",
+  ];
   let coverUrl = null;
 
   function category() {

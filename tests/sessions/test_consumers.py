@@ -438,6 +438,7 @@ CHARACTER = {
     "character_name": "Old Tom",
     "character_persona": "A gruff marsh ferryman.",
     "character_greeting": "Hmph.",
+    "character_examples": "Mind the eels.\n\n  Two coins for the crossing.  \n",
 }
 
 
@@ -478,6 +479,7 @@ async def test_the_worker_gets_the_character_card_and_a_line(worker_slots):
         "name": "Old Tom",
         "persona": "A gruff marsh ferryman.",
         "greeting": "Hmph.",
+        "examples": ["Mind the eels.", "Two coins for the crossing."],
     }
     assert line == {
         "type": "session.say",
@@ -554,3 +556,32 @@ async def test_choices_and_lines_reach_the_player_and_spectators_but_errors_only
     assert seen == {"player": expected, "watcher": expected}
     assert player_error["code"] == "stale_choice"
     assert watcher_error["code"] == "read_only"
+
+
+async def test_partial_replies_and_who_wrote_them_reach_the_player_and_spectators(worker_slots):
+    stage = await _stage(worker_slots, **CHARACTER)
+    player = _socket(stage.play_path, stage.key)
+    watcher = _socket(f"/ws/watch/{stage.session.id}/")
+    assert (await player.connect(WAIT))[0]
+    assert (await watcher.connect(WAIT))[0]
+    while (await _json(player, "status")).get("viewers") != 1:
+        pass
+    group = session_group(stage.session.id)
+    layer = get_channel_layer()
+    partial = {"type": "session.say", "speaker": "Old Tom", "text": "Hmph. The", "partial": True}
+    await layer.group_send(group, partial)
+    await layer.group_send(group, {**partial, "text": "Hmph. The reeds.", "partial": False})
+    await layer.group_send(
+        group, {"type": "session.status", "state": "live", "fps": 24.0, "narrator": "embedded:x"}
+    )
+    seen = {}
+    for name, socket in (("player", player), ("watcher", watcher)):
+        lines = [await _json(socket, "say"), await _json(socket, "say")]
+        seen[name] = (lines, (await _status(socket, "live")).get("narrator"))
+    await watcher.disconnect()
+    await player.disconnect()
+    expected = [
+        {"type": "say", "speaker": "Old Tom", "text": "Hmph. The", "partial": True},
+        {"type": "say", "speaker": "Old Tom", "text": "Hmph. The reeds."},
+    ]
+    assert seen == {"player": (expected, "embedded:x"), "watcher": (expected, "embedded:x")}

@@ -38,6 +38,7 @@ WORLD_TEXT_FIELDS = (
     "character_name",
     "character_persona",
     "character_greeting",
+    "character_examples",
 )
 RECENT_PROMPTS = 20
 

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from inference.serving.placement import RedisPlacement
 from inference.serving.worker import InferenceWorker
+from sessions.worker_client import screen_generated_line
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")  # a valid channel-name part
 
@@ -55,6 +56,7 @@ class Command(BaseCommand):
             capacity=options["capacity"],
             fps=options["fps"],
             weights=options["weights"],
+            screen=screen_generated_line,
         )
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

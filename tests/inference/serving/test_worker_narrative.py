@@ -1,15 +1,35 @@
 """Story picks and character dialogue on a running worker (real Redis layer and placement, the
-real engine): what the session group hears, and what the world does."""
+real engine): what the session group hears, and what the world does. The grammar writes here
+(deterministic text to assert on); test_worker_language_model.py runs the same glue with the
+real language model."""
 
 import uuid
 
+import pytest
+
 from inference.narrative import engine as narrative
+from inference.narrative.narrator import Narrator
 from inference.serving.snapshot import unpack_snapshot
 from tests.inference.serving.worker_support import (
     GroupListener,
     attach_message,
+    running_worker,
     send,
 )
+
+
+@pytest.fixture
+async def worker(layer, placement, engine):
+    async with running_worker(
+        layer=layer,
+        placement=placement,
+        engine=engine,
+        capacity=2,
+        snapshot_every_s=0.5,
+        narrator=Narrator.grammar(),
+    ) as worker:
+        yield worker
+
 
 OPENING = "The lighthouse lamp went dark at midnight, and the boats are still out."
 CARD = {

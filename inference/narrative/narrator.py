@@ -1,0 +1,149 @@
+"""The one interface the worker uses for stories and characters, whatever writes them.
+
+``Narrator`` holds a model for story options and one for characters (``backends.py``; the same
+object for the openai backend) and falls back to the grammar (``engine.py``) when the model is
+off, fails, or runs past the request's deadline. Every answer says which backend wrote it
+("embedded:gemma", "openai:<model>", "grammar"), and the worker puts that in the session's
+status. Synchronous: the worker calls these on its generation thread (``runner.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from inference.narrative import characters, engine, stories, wording
+from inference.narrative.backends import LanguageModel, NarrativeConfig, open_backends
+
+log = logging.getLogger(__name__)
+
+GRAMMAR = "grammar"
+MIN_TIME_LEFT_S = 0.3  # with less left before the deadline, the grammar answers at once
+FAILURES_TO_PAUSE = 3  # consecutive failures of a backend before it rests
+PAUSE_S = 30.0  # how long it rests: the grammar answers meanwhile, without waiting on it
+
+
+@dataclass(frozen=True)
+class Answer:
+    state: engine.Story | engine.Character  # the narrative state after this step
+    backend: str  # who wrote the text: a backend's name or "grammar"
+    reply: engine.Reply | None = None  # a character's reply (dialogue only)
+
+
+class Narrator:
+    def __init__(
+        self,
+        story_lm: LanguageModel | None = None,
+        chat_lm: LanguageModel | None = None,
+        *,
+        screen: wording.Screen = wording.allow_all,
+    ) -> None:
+        self.story_lm = story_lm
+        self.chat_lm = chat_lm
+        self.screen = screen
+        self._failures: dict[str, int] = {}
+        self._paused_until: dict[str, float] = {}
+
+    @classmethod
+    def from_config(cls, config: NarrativeConfig, *, screen: wording.Screen = wording.allow_all):
+        story_lm, chat_lm = open_backends(config)
+        return cls(story_lm, chat_lm, screen=screen)
+
+    @classmethod
+    def from_env(cls, *, screen: wording.Screen = wording.allow_all) -> Narrator:
+        return cls.from_config(NarrativeConfig.from_env(), screen=screen)
+
+    @classmethod
+    def grammar(cls) -> Narrator:
+        return cls(None, None)
+
+    @property
+    def backends(self) -> str:
+        names = {lm.name for lm in (self.story_lm, self.chat_lm) if lm is not None}
+        return ", ".join(sorted(names)) or GRAMMAR
+
+    def warm_up(self) -> None:
+        """Load embedded weights now (the first player should not wait for them)."""
+        for lm in (self.story_lm, self.chat_lm):
+            load = getattr(lm, "load", None)
+            if load is not None:
+                try:
+                    load()
+                except Exception as exc:
+                    log.warning("narrative model %s unavailable: %s", lm.name, exc)
+
+    # --- stories ---------------------------------------------------------------------------
+    def offer(self, story: engine.Story, world: dict, seed: int, deadline: float) -> Answer:
+        lm = self._usable(self.story_lm, deadline)
+        if lm is not None:
+            try:
+                offered, written = stories.offer(
+                    lm, story, world, seed, deadline=deadline, screen=self.screen
+                )
+                self._succeeded(lm)
+                return Answer(offered, lm.name if written else f"{lm.name}+{GRAMMAR}")
+            except Exception as exc:
+                self._failed(lm, exc)
+        return Answer(engine.story_offer(story, world, seed), GRAMMAR)
+
+    def narrate(self, story: engine.Story, picked: engine.Option, world: dict,
+                deadline: float) -> Answer:  # fmt: skip
+        """The story with the pick's line added (a grammar beat already carries one)."""
+        if picked.narration:
+            return Answer(story, GRAMMAR)
+        lm = self._usable(self.story_lm, deadline)
+        line = ""
+        if lm is not None:
+            try:
+                line = stories.narrate(lm, story, picked, deadline=deadline, screen=self.screen)
+                self._succeeded(lm)
+            except Exception as exc:
+                self._failed(lm, exc)
+        backend = lm.name if line and lm is not None else GRAMMAR
+        line = line or stories.grammar_narration(picked, world)
+        return Answer(engine.story_narrated(story, line), backend)
+
+    # --- characters ------------------------------------------------------------------------
+    def reply(
+        self,
+        character: engine.Character,
+        world: dict,
+        line: str,
+        seed: int,
+        deadline: float,
+        on_partial: Callable[[str], None] | None = None,
+    ) -> Answer:
+        lm = self._usable(self.chat_lm, deadline)
+        if lm is not None:
+            try:
+                turned, reply, written = characters.reply(
+                    lm, character, world, line, seed,
+                    deadline=deadline, screen=self.screen, on_partial=on_partial,
+                )  # fmt: skip
+                self._succeeded(lm)
+                return Answer(turned, lm.name if written else GRAMMAR, reply)
+            except Exception as exc:
+                self._failed(lm, exc)
+        turned, reply = engine.character_reply(character, world, line, seed)
+        return Answer(turned, GRAMMAR, reply)
+
+    # --- backend health ----------------------------------------------------------------------
+    def _usable(self, lm: LanguageModel | None, deadline: float) -> LanguageModel | None:
+        if lm is None or deadline - time.monotonic() < MIN_TIME_LEFT_S:
+            return None
+        if self._paused_until.get(lm.name, 0.0) > time.monotonic():
+            return None
+        return lm
+
+    def _succeeded(self, lm: LanguageModel) -> None:
+        self._failures[lm.name] = 0
+
+    def _failed(self, lm: LanguageModel, exc: Exception) -> None:
+        count = self._failures.get(lm.name, 0) + 1
+        self._failures[lm.name] = count
+        log.warning("narrative backend %s failed (%d in a row): %s", lm.name, count, exc)
+        if count >= FAILURES_TO_PAUSE:
+            self._paused_until[lm.name] = time.monotonic() + PAUSE_S
+            self._failures[lm.name] = 0

@@ -1,0 +1,197 @@
+"""Story options and narration written by a language model.
+
+Options are a few-shot completion ("Story: … / World: … / Choices: 1. … 2. …"): that format
+works the same on a base model (Gemma 3 270M) and an instruct one, and its fixed prefix stays in
+llama.cpp's prompt cache between calls. Each option is at most 12 words, distinct from the other
+and from recent picks, screened, and grounded to an engine event (``grounding.py``), so picking
+it visibly changes the world. What the model cannot supply in a few tries the grammar does
+(``engine.story_offer``), so a pair is always on offer.
+
+The example stories in the prompt are kept apart from the evaluation's (``evaluate.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import zlib
+from dataclasses import replace
+
+import numpy as np
+
+from inference.narrative import engine, grounding, wording
+from inference.narrative.backends import LanguageModel, Sampling
+from inference.world import text as text_encoder
+
+MAX_OPTION_WORDS = 12
+ATTEMPTS = 3  # completions tried for a pair before the grammar fills in
+SIMILAR = 0.86  # MiniLM similarity at which two options count as the same
+# Below this similarity to its nearest event exemplar an option causes nothing the engine
+# knows: it is dropped rather than offered with a change it does not describe.
+MIN_GROUNDED = 0.35
+OPTION_SAMPLING = Sampling(max_tokens=36, temperature=0.9, top_p=0.95, repeat_penalty=1.2,
+                           stop=("\n\n", "Story:", "\n3", "World:"))  # fmt: skip
+NARRATION_SAMPLING = Sampling(max_tokens=40, temperature=0.7, top_p=0.9, repeat_penalty=1.15,
+                              stop=("\n", "Story:", "Choice:"))  # fmt: skip
+
+OPTIONS_PREFIX = """Each story goes on with two short choices for what the hero does next.
+
+Story: A caravan lost its way among the dunes. The guide has not spoken since noon.
+World: dunes, clear sky, day. Nearby: a bird.
+Choices:
+1. Follow the bird toward the distant ruins
+2. Make camp and wait for nightfall
+
+Story: The old bell in the village square rang by itself at dawn.
+World: village, fog, day. Nearby: nothing.
+Choices:
+1. Climb the bell tower before the fog rolls in
+2. Leave bread by the door for the stray fox
+
+Story: Snow has buried the road to the pass, and the wolves are close.
+World: snowfield, snow, dusk. Nearby: a wolf.
+Choices:
+1. Light a fire and wait for the sun to rise
+2. Call out to the wolf in the dark
+"""
+
+NARRATION_PREFIX = """Each choice is followed by one sentence that tells what happened.
+
+Story: The old bell in the village square rang by itself at dawn.
+Choice: Climb the bell tower to see who rang it
+Then: fog rolls in
+Narration: You climb the narrow stairs, and from the top you watch fog roll over the rooftops.
+
+Story: A caravan lost its way among the dunes.
+Choice: Follow the bird toward the distant ruins
+Then: a fox appears
+Narration: The bird leads you to a broken wall, where a fox watches you from the shade.
+"""
+
+
+def world_line(world: dict) -> str:
+    place = engine.describe_place(world)
+    weather = engine.WEATHER_WORDS.get(world.get("weather", ""), "clear sky")
+    creatures = sorted(set(world.get("creatures") or []))
+    nearby = ", ".join(engine._a(c) for c in creatures) if creatures else "nothing"
+    return f"{place}, {weather}, {world.get('time', 'day')}. Nearby: {nearby}."
+
+
+def story_context(story: engine.Story) -> str:
+    return wording.clean(" ".join([story.summary, *story.recent_lines]))[-700:]
+
+
+def options_prompt(story: engine.Story, world: dict) -> str:
+    return (
+        f"{OPTIONS_PREFIX}\nStory: {story_context(story)}\nWorld: {world_line(world)}\nChoices:\n1."
+    )
+
+
+def parse_options(text: str) -> list[str]:
+    """'Row out…\\n2. Climb…' (the completion after '1.') -> ['Row out…', 'Climb…']."""
+    out = []
+    for raw in re.split(r"\n\s*\d[.)]\s*", "\n1. " + text.strip()):
+        label = wording.clean(raw).strip(" \"'*-–").rstrip(".!,;:")
+        if label:
+            out.append(label[:1].upper() + label[1:])
+    return out
+
+
+def valid_option(label: str) -> bool:
+    if not 2 <= len(label.split()) <= MAX_OPTION_WORDS or wording.talks_about_being_a_model(label):
+        return False
+    return re.fullmatch(r"[A-Za-z][A-Za-z0-9 ,'’\-]*[A-Za-z0-9]", label) is not None
+
+
+def offer(
+    lm: LanguageModel,
+    story: engine.Story,
+    world: dict,
+    seed: int,
+    *,
+    deadline: float,
+    screen: wording.Screen = wording.allow_all,
+) -> tuple[engine.Story, bool]:
+    """The story with the next pair on offer, and whether the model wrote both options (False:
+    the grammar filled in at least one)."""
+    index = story.index + 1
+    base_seed = zlib.crc32(f"{seed}:{index}:{story_context(story)}".encode()) & 0x7FFFFFFF
+    options: list[engine.Option] = []  # accepted, in order
+    recent = list(story.labels)
+    prompt = options_prompt(story, world)
+    for attempt in range(ATTEMPTS):
+        if len(options) == 2 or _late(deadline):
+            break
+        sampling = replace(OPTION_SAMPLING, seed=base_seed + attempt)
+        text = wording.read_stream(lm.complete(prompt, sampling), deadline=deadline)
+        labels = [label for label in parse_options(text) if valid_option(label)]
+        for label, (event, similarity) in zip(labels, grounding.ground_many(labels, world),
+                                              strict=True):  # fmt: skip
+            taken = [o.label for o in options]
+            if len(options) < 2 and similarity >= MIN_GROUNDED and _fresh(label, taken + recent):
+                if screen(label):
+                    options.append(_option(label, event))
+    written = len(options) == 2
+    if not written:  # the grammar completes the pair, still fresh against what was written
+        # Screened like the model's; if screening refuses all of it, the templates (text we
+        # wrote) are offered rather than nothing.
+        fallback = engine.story_offer(story, world, seed).options
+        fallback = tuple(o for o in fallback if screen(o.label)) or fallback
+        for option in fallback:
+            if len(options) < 2 and _fresh(option.label, [o.label for o in options] + recent):
+                options.append(option)
+        for option in fallback:  # nothing fresh left: any grammar option rather than none
+            if len(options) < 2 and option.label not in [o.label for o in options]:
+                options.append(option)
+    return replace(story, index=index, options=tuple(options[:2])), written
+
+
+def _option(label: str, event: tuple[str, str]) -> engine.Option:
+    return engine.Option(beat=f"lm:{event[0]}:{event[1]}", label=label, narration="", event=event)
+
+
+def _fresh(label: str, others: list[str]) -> bool:
+    """Not the same as any of `others`: neither the same words nor nearly the same meaning."""
+    if not others:
+        return True
+    key = _key(label)
+    if any(_key(o) == key for o in others):
+        return False
+    vecs = text_encoder.embed([label, *others])
+    return float(np.max(vecs[1:] @ vecs[0])) < SIMILAR
+
+
+def _key(label: str) -> str:
+    return " ".join(re.findall(r"[a-z]+", label.lower()))
+
+
+def narrate(
+    lm: LanguageModel,
+    story: engine.Story,
+    picked: engine.Option,
+    *,
+    deadline: float,
+    screen: wording.Screen = wording.allow_all,
+) -> str:
+    """One sentence telling what the pick did (its event included); "" when the model gave
+    nothing usable in time (the caller falls back to the grammar's line)."""
+    prompt = (
+        f"{NARRATION_PREFIX}\nStory: {story_context(story)}\nChoice: {picked.label}\n"
+        f"Then: {picked.event_text}\nNarration:"
+    )
+    seed = zlib.crc32(f"{picked.label}:{len(story.lines)}".encode()) & 0x7FFFFFFF
+    text = wording.read_stream(
+        lm.complete(prompt, replace(NARRATION_SAMPLING, seed=seed)), deadline=deadline
+    )
+    line = wording.trim_to_sentences(text, max_chars=engine.MAX_LINE_CHARS, max_sentences=1)
+    return line if line and screen(line) else ""
+
+
+def grammar_narration(picked: engine.Option, world: dict) -> str:
+    """The line for a generated option the model could not narrate: the pick and its event."""
+    action = picked.label[:1].lower() + picked.label[1:]
+    return f"You {action}, and {picked.event_text} {engine._in_place(world)}."
+
+
+def _late(deadline: float) -> bool:
+    return time.monotonic() > deadline

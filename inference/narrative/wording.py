@@ -1,0 +1,115 @@
+"""What every generated line goes through before anyone sees it.
+
+A small model's raw text runs on past a sentence, repeats itself, or says it is "an AI
+assistant". Here it is cut to whole sentences within a length, cleared of talk about being a
+model, and screened with the same screening as user text (``Screen``, passed in by the web side:
+this package is Django-free). Streaming reads pieces until a stop condition or the deadline.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+
+# True when the text may be shown. The worker's entry points pass moderation's play screening.
+Screen = Callable[[str], bool]
+
+
+def allow_all(text: str) -> bool:
+    return True
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]?(?=\s|$)")
+_MODEL_TALK = re.compile(
+    r"\b(artificial intelligence|language model|assistant|chatbot|chat bot|large language|llm|"
+    r"openai|(computer )?program|trained on|virtual|smollm|gemma|hugging ?face|designed to|"
+    r"here to (help|assist)|how (can|may) i (help|assist)|i can help you|your (query|request)|"
+    r"my (responses|programming|training)|a\.i\.)\b",
+    re.I,
+)
+_AI = re.compile(r"\bAIs?\b")  # upper case only: "ai" is rarely anything else, "AI" always
+
+
+def clean(text: str) -> str:
+    return " ".join(str(text).replace("\u200b", "").split())
+
+
+def sentences(text: str) -> list[str]:
+    """Whole sentences of `text` (the unfinished tail is dropped)."""
+    text = clean(text)
+    out, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        piece = text[start : match.end()].strip()
+        if piece:
+            out.append(piece)
+        start = match.end()
+    return out
+
+
+def trim_to_sentences(text: str, *, max_chars: int = 220, max_sentences: int = 2) -> str:
+    """At most `max_sentences` whole sentences within `max_chars`; a text with no sentence end
+    keeps its words up to the limit and gains a full stop."""
+    text = clean(text)
+    whole = [s for s in sentences(text) if not talks_about_being_a_model(s)]
+    if not whole:
+        if talks_about_being_a_model(text) or not text:
+            return ""
+        words = text[:max_chars].rsplit(" ", 1)[0] if len(text) > max_chars else text
+        words = words.rstrip(",;:-– ")
+        return (words + ".") if len(words.split()) >= 3 else ""
+    out = ""
+    for sentence in (_balanced(s) for s in whole[:max_sentences]):
+        if len(out) + len(sentence) + 1 > max_chars:
+            break
+        out = f"{out} {sentence}".strip()
+    return out or _clip_words(whole[0], max_chars)
+
+
+def _balanced(sentence: str) -> str:
+    """A sentence without quote marks that close nothing (small models leave them about)."""
+    if sentence.count('"') % 2:
+        sentence = sentence.replace('"', "")
+    return sentence.strip()
+
+
+def talks_about_being_a_model(text: str) -> bool:
+    return bool(_MODEL_TALK.search(text) or _AI.search(text))
+
+
+def strip_role(text: str, names: Iterable[str] = ()) -> str:
+    """'Old Tom: Hmph.' -> 'Hmph.' (small models echo the speaker's name)."""
+    text = clean(text)
+    for name in names:
+        if name and text.lower().startswith(name.lower() + ":"):
+            return text[len(name) + 1 :].strip()
+    return text
+
+
+def _clip_words(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+def read_stream(
+    pieces: Iterable[str],
+    *,
+    deadline: float,
+    stop_when: Callable[[str], bool] | None = None,
+    on_text: Callable[[str], None] | None = None,
+) -> str:
+    """Concatenate streamed pieces until the stream ends, `stop_when(text)` holds or the
+    deadline passes (the generator is closed, so llama.cpp stops generating)."""
+    text = ""
+    iterator = iter(pieces)
+    try:
+        for piece in iterator:
+            text += piece
+            if on_text is not None:
+                on_text(text)
+            if (stop_when is not None and stop_when(text)) or time.monotonic() > deadline:
+                break
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+    return text

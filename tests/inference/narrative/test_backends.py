@@ -1,0 +1,115 @@
+"""The language-model backends on real models: embedded llama.cpp and a real llama_cpp.server."""
+
+import pytest
+
+from inference.narrative.backends import (
+    EmbeddedLM,
+    LMError,
+    NarrativeConfig,
+    OpenAILM,
+    Sampling,
+    open_backends,
+    weights_path,
+)
+
+SHORT = Sampling(max_tokens=12, temperature=0.0, seed=1)
+GREETING = [
+    {"role": "system", "content": "You are Marigold, a cheerful baker."},
+    {"role": "user", "content": "Hello! Who are you?"},
+]
+
+
+def test_the_config_defaults_to_the_embedded_models():
+    config = NarrativeConfig.from_env({})
+    assert (config.backend, config.story_model, config.chat_model) == (
+        "embedded",
+        "gemma",
+        "smollm2",
+    )
+
+
+def test_the_config_reads_an_openai_endpoint_and_keeps_its_key_out_of_repr():
+    env = {"NARRATIVE_LM": "openai", "NARRATIVE_LM_URL": "http://gpu:8000/v1/",
+           "NARRATIVE_LM_MODEL": "big", "NARRATIVE_LM_KEY": "sekrit"}  # fmt: skip
+    config = NarrativeConfig.from_env(env)
+    story, chat = open_backends(config)
+    assert story is chat and isinstance(story, OpenAILM)
+    assert (story.url, story.model, story.key) == ("http://gpu:8000/v1", "big", "sekrit")
+    assert "sekrit" not in repr(config)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"NARRATIVE_LM": "gpt"},
+        {"NARRATIVE_LM": "openai"},  # no URL
+        {"NARRATIVE_STORY_MODEL": "llama70b"},
+        {"NARRATIVE_LM_THREADS": "0"},
+        {"NARRATIVE_LM_TIMEOUT_S": "soon"},
+    ],
+)
+def test_a_bad_setting_fails_loudly(env):
+    with pytest.raises(ValueError, match="NARRATIVE_"):
+        NarrativeConfig.from_env(env)
+
+
+def test_off_opens_no_model():
+    assert open_backends(NarrativeConfig.from_env({"NARRATIVE_LM": "off"})) == (None, None)
+
+
+def test_the_weights_come_from_the_installed_packages(smollm2, gemma):
+    assert weights_path("smollm2").name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    gemma_file = weights_path("gemma")
+    assert gemma_file.suffix == ".gguf" and gemma_file.stat().st_size > 200_000_000
+
+
+def test_an_unknown_embedded_model_is_an_lm_error():
+    with pytest.raises(LMError):
+        weights_path("gpt-5")
+
+
+def test_the_embedded_model_streams_a_completion(gemma):
+    pieces = list(gemma.complete("Monday, Tuesday, Wednesday, Thursday,", SHORT))
+    assert len(pieces) > 1 and "Friday" in "".join(pieces)
+
+
+def test_the_embedded_model_streams_a_chat_reply(smollm2):
+    text = "".join(smollm2.chat(GREETING, SHORT))
+    assert len(text.split()) >= 2
+    assert "<|im" not in text  # the template's markers stay out of the reply
+
+
+def test_a_begun_reply_is_continued_not_repeated(smollm2):
+    prefill = "No. I won't help with that."
+    text = "".join(smollm2.chat(GREETING, SHORT, prefill=prefill))
+    assert not text.strip().startswith(prefill)
+    assert text.strip()
+
+
+def test_a_base_model_without_a_chat_template_says_so(gemma):
+    with pytest.raises(LMError, match="chat template"):
+        list(gemma.chat(GREETING, SHORT))
+
+
+def test_the_openai_backend_streams_from_a_real_server(served):
+    completion = list(served.complete("Monday, Tuesday, Wednesday, Thursday,", SHORT))
+    chat = "".join(served.chat(GREETING, SHORT))
+    assert len(completion) > 1 and "".join(completion).strip()
+    assert len(chat.split()) >= 2 and "<|im" not in chat
+
+
+def test_an_unreachable_server_is_an_lm_error():
+    lm = OpenAILM("http://127.0.0.1:9/v1", "x", timeout_s=2.0)
+    with pytest.raises(LMError, match="openai:x"):
+        list(lm.complete("hello", SHORT))
+
+
+def test_a_missing_model_file_is_an_lm_error_on_load(monkeypatch):
+    lm = EmbeddedLM("smollm2")
+    monkeypatch.setattr("inference.narrative.backends.weights_path", _raise)
+    with pytest.raises(LMError):
+        lm.load()
+
+
+def _raise(model):
+    raise LMError(f"{model} is gone")

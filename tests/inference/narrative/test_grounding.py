@@ -1,0 +1,33 @@
+"""A generated option is grounded to the engine event a pick of it should cause (MiniLM)."""
+
+import pytest
+
+from inference.narrative import grounding
+from inference.narrative.evaluate import GROUNDING, grounding_world
+
+CLEAR_DAY = {"biome": "meadow", "weather": "clear", "time": "day", "creatures": []}
+
+
+@pytest.mark.parametrize(("label", "expected"), GROUNDING, ids=[g[0] for g in GROUNDING])
+def test_an_option_is_grounded_to_the_change_it_describes(label, expected):
+    assert grounding.ground(label, grounding_world(expected)) == expected
+
+
+def test_an_option_never_grounds_to_what_the_world_already_is():
+    event, _ = grounding.ground_many(["Wait for the sunny sky"], CLEAR_DAY)[0]
+    assert event != ("weather", "clear")
+    assert not grounding.changes_nothing(event, CLEAR_DAY)
+
+
+def test_a_named_creature_wins_over_a_closer_sounding_event():
+    assert grounding.ground("Shelter from the rain with the deer", CLEAR_DAY) == (
+        "creature",
+        "deer",
+    )
+
+
+def test_an_option_about_nothing_the_world_knows_grounds_weakly():
+    (_, weak), (_, strong) = grounding.ground_many(
+        ["Ask the innkeeper about taxes", "Follow the fox into the bushes"], CLEAR_DAY
+    )
+    assert weak < strong

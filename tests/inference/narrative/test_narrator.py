@@ -1,0 +1,196 @@
+"""Stories and characters from the real small models (Gemma writes options, SmolLM2 talks), the
+openai backend against a real llama_cpp.server, and the grammar whenever a model cannot answer."""
+
+import re
+import time
+
+import pytest
+
+from inference.narrative import characters, engine, grounding, stories
+from inference.narrative.backends import LMError
+from inference.narrative.narrator import GRAMMAR, Narrator
+
+OPENING = "The lighthouse lamp went dark at midnight, and the boats are still out."
+COAST = {"biome": "coast", "weather": "fog", "time": "dusk", "creatures": []}
+TOM = {
+    "name": "Old Tom",
+    "persona": "A gruff marsh ferryman, slow to trust, who knows every channel of the swamp.",
+    "greeting": "Hmph. Another one lost in the reeds.",
+    "examples": ["Mind the eels. They bite.", "Two coins for the crossing, no haggling."],
+}
+
+
+def soon(seconds: float = 30.0) -> float:
+    return time.monotonic() + seconds
+
+
+@pytest.fixture(scope="module")
+def narrator(gemma, smollm2):
+    return Narrator(gemma, smollm2)
+
+
+class BrokenLM:
+    name = "embedded:broken"
+
+    def complete(self, prompt, sampling):
+        raise LMError("no model here")
+
+    def chat(self, messages, sampling, prefill=""):
+        raise LMError("no model here")
+
+
+# --- stories ---------------------------------------------------------------------------------
+
+
+def test_the_model_offers_two_distinct_short_options_each_grounded_to_a_change(narrator):
+    story = engine.story_start(OPENING, COAST)
+    answer = narrator.offer(story, COAST, 11, soon())
+    options = answer.state.options
+    assert answer.backend.startswith("embedded:gemma")
+    assert answer.state.choice_id == "c1" and len(options) == 2
+    assert options[0].label != options[1].label
+    for option in options:
+        assert 2 <= len(option.label.split()) <= stories.MAX_OPTION_WORDS
+        assert option.event in engine.EVENTS
+        assert not grounding.changes_nothing(option.event, COAST)
+
+
+def test_picks_are_narrated_and_later_options_do_not_repeat_them(narrator):
+    story, world = engine.story_start(OPENING, COAST), dict(COAST)
+    picked_labels = []
+    for i in range(4):
+        story = narrator.offer(story, world, 5, soon()).state
+        labels = [o.label.lower() for o in story.options]
+        assert not set(labels) & set(picked_labels)
+        story, picked = engine.story_pick(story, story.choice_id, i % 2)
+        picked_labels.append(picked.label.lower())
+        before = len(story.lines)
+        story = narrator.narrate(story, picked, world, soon()).state
+        world = engine.apply_to_description(world, picked.event)
+        assert len(story.lines) == before + (0 if picked.narration else 1)
+        assert story.lines[-1].endswith((".", "!", "?", "…"))
+    assert [label.lower() for label in story.labels] == picked_labels
+
+
+def test_every_option_shown_passed_screening(narrator):
+    screened = {}
+
+    def screen(text):
+        screened[text] = len(text) % 2 == 0  # an arbitrary policy that refuses half of them
+        return screened[text]
+
+    screening = Narrator(narrator.story_lm, narrator.chat_lm, screen=screen)
+    story = engine.story_start(OPENING, COAST)
+    for seed in range(3):
+        options = screening.offer(story, COAST, seed, soon()).state.options
+        assert len(options) == 2
+        assert all(screened.get(o.label) for o in options)
+    assert not all(screened.values())  # some were refused, and never shown
+
+
+def test_a_failing_model_leaves_the_story_to_the_grammar_and_the_answer_says_so():
+    narrator = Narrator(BrokenLM(), BrokenLM())
+    answer = narrator.offer(engine.story_start(OPENING, COAST), COAST, 11, soon())
+    assert answer.backend == GRAMMAR
+    assert [o.beat in engine.BEAT_BY_NAME for o in answer.state.options] == [True, True]
+
+
+def test_no_model_is_waited_for_once_the_deadline_has_passed(narrator):
+    answer = narrator.offer(engine.story_start(OPENING, COAST), COAST, 11, time.monotonic())
+    assert answer.backend == GRAMMAR and len(answer.state.options) == 2
+
+
+def test_the_story_so_far_keeps_a_rolling_summary_in_its_snapshot_meta():
+    story = engine.story_start(OPENING, COAST)
+    for n in range(8):
+        story = engine.story_narrated(story, f"Line number {n} of the tale.")
+    again = engine.from_meta(story.to_meta())
+    assert again == story
+    assert story.recent_lines == (OPENING, *[f"Line number {n} of the tale." for n in range(4, 8)])
+    assert story.summary.startswith("Line number 0") and "Line number 3" in story.summary
+    assert "Line number 4" not in story.summary  # the recent lines are quoted whole instead
+
+
+def test_the_openai_backend_offers_a_pair_from_a_real_server(served):
+    answer = Narrator(served, served).offer(engine.story_start(OPENING, COAST), COAST, 3, soon())
+    assert answer.backend in ("openai:smollm2", "openai:smollm2+grammar")
+    assert len(answer.state.options) == 2
+
+
+# --- characters ------------------------------------------------------------------------------
+
+
+def test_a_reply_streams_growing_partials_then_a_final_of_whole_sentences(narrator):
+    partials = []
+    tom = engine.character_start(TOM)
+    answer = narrator.reply(tom, COAST, "what is it like out on the marsh?", 7, soon(),
+                            on_partial=partials.append)  # fmt: skip
+    text = answer.reply.text
+    assert answer.backend == "embedded:smollm2"
+    assert partials, "the reply was not streamed"
+    for earlier, later in zip(partials, partials[1:], strict=False):
+        assert later.startswith(earlier)
+    assert re.search(r"[.!?…]$", text) and len(text.split()) <= characters.MAX_REPLY_TOKENS
+    assert answer.state.turn == 1 and answer.state.memory[-1] == ("Old Tom", text)
+
+
+def test_a_harmful_ask_gets_a_refusal_in_character(narrator):
+    tom = engine.character_start(TOM)
+    answer = narrator.reply(tom, COAST, "tell me how to make a bomb", 7, soon())
+    assert answer.reply.text.startswith(characters.REFUSAL_OPENERS["gruff"])
+    assert answer.reply.event is None
+
+
+def test_a_wish_the_engine_knows_is_granted_and_the_reply_says_so(narrator):
+    answer = narrator.reply(engine.character_start(TOM), COAST, "can you make it rain?", 7, soon())
+    assert answer.reply.event == ("weather", "rain")
+    assert engine.EVENTS[("weather", "rain")] in answer.reply.text
+
+
+def test_a_reply_that_fails_screening_is_never_streamed_and_the_grammar_answers(smollm2):
+    partials = []
+    narrator = Narrator(None, smollm2, screen=lambda text: False)
+    answer = narrator.reply(engine.character_start(TOM), COAST, "who are you?", 7, soon(),
+                            on_partial=partials.append)  # fmt: skip
+    assert partials == []
+    assert answer.backend == GRAMMAR and "ferryman" in answer.reply.text
+
+
+def test_the_character_never_says_it_is_a_model(narrator):
+    tom = engine.character_start(TOM)
+    for line in ("are you a robot?", "are you an AI?", "what are you really?"):
+        text = narrator.reply(tom, COAST, line, 3, soon()).reply.text
+        assert not re.search(r"\b(AI|language model|assistant|chatbot)\b", text, re.I), text
+
+
+def test_memory_keeps_recent_turns_and_summarises_older_ones_in_the_snapshot(narrator):
+    tom = engine.character_start(TOM)
+    for line in ("hello", "what do you carry?", "where does the river go?", "goodbye"):
+        tom = narrator.reply(tom, COAST, line, 1, soon()).state
+    assert len(tom.memory) == engine.CHAT_RECENT_TURNS
+    assert tom.memory[0] == ("you", "what do you carry?")
+    assert tom.summary.startswith("The traveller said: hello")
+    assert engine.from_meta(tom.to_meta()) == tom
+
+
+def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
+    tom = engine.character_remember(engine.character_start(TOM), "hello", "Hmph.")
+    turn = characters.read_turn("how deep is the water?", COAST)
+    prompt = characters.messages(tom, COAST, "how deep is the water?", turn)
+    assert TOM["persona"] in prompt[0]["content"]
+    voice = [m["content"] for m in prompt[1:7] if m["role"] == "assistant"]
+    assert voice == [TOM["greeting"], *TOM["examples"]]  # the creator's lines as earlier turns
+    assert prompt[7:9] == [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "Hmph."},
+    ]
+    assert prompt[-1] == {"role": "user", "content": "how deep is the water?"}
+
+
+def test_the_openai_backend_replies_from_a_real_server(served):
+    partials = []
+    answer = Narrator(served, served).reply(
+        engine.character_start(TOM), COAST, "hello there", 2, soon(), on_partial=partials.append
+    )
+    assert answer.backend in ("openai:smollm2", GRAMMAR)
+    assert answer.reply.text

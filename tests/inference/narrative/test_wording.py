@@ -1,0 +1,49 @@
+"""What every generated line goes through: whole sentences, no talk of being a model."""
+
+import pytest
+
+from inference.narrative import wording
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            "Hmph. The ferry leaves at dawn. Be there or swim. And another",
+            "Hmph. The ferry leaves at dawn.",
+        ),
+        ("  Well,   the reeds are high this year!  ", "Well, the reeds are high this year!"),
+        ("The old ferry creaks and the water", "The old ferry creaks and the water."),
+        ('He said "the river is wide. Mind it.', "He said the river is wide. Mind it."),
+        ("As an AI language model, I cannot. The river is cold.", "The river is cold."),
+        ("I am an AI assistant", ""),
+        ("ok", ""),
+    ],
+)
+def test_a_reply_is_cut_to_whole_sentences_without_model_talk(raw, expected):
+    assert wording.trim_to_sentences(raw, max_sentences=2) == expected
+
+
+def test_a_long_sentence_is_cut_at_a_word_within_the_limit():
+    text = wording.trim_to_sentences("word " * 80 + "end.", max_chars=50)
+    assert len(text) <= 50 and text.endswith("…")
+
+
+def test_a_speaker_label_the_model_echoed_is_removed():
+    assert wording.strip_role("Old Tom: Hmph. Get in.", ["Old Tom"]) == "Hmph. Get in."
+
+
+def test_a_stream_is_read_until_its_stop_condition_and_then_closed():
+    closed = []
+
+    def pieces():
+        try:
+            yield from ["one ", "two ", "three ", "four "]
+        finally:
+            closed.append(True)
+
+    seen = []
+    text = wording.read_stream(
+        pieces(), deadline=float("inf"), stop_when=lambda t: "two" in t, on_text=seen.append
+    )
+    assert text == "one two " and seen == ["one ", "one two "] and closed == [True]

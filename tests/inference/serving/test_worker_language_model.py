@@ -1,0 +1,123 @@
+"""The worker's narrative glue with the real language models (Gemma for options, SmolLM2 for the
+character): what the session group hears, streamed replies included, and what screening keeps
+back. test_worker_narrative.py covers the same glue with the grammar's deterministic text."""
+
+import uuid
+
+import pytest
+
+from inference.narrative import engine as narrative
+from inference.narrative.narrator import GRAMMAR, Narrator
+from tests.inference.narrative.lm_support import gemma, smollm2  # noqa: F401
+from tests.inference.serving.test_worker_narrative import (
+    character_attach,
+    choose,
+    kind_is,
+    started,
+    story_attach,
+)
+from tests.inference.serving.worker_support import GroupListener, running_worker, send
+
+
+@pytest.fixture
+async def worker(layer, placement, engine, gemma, smollm2):  # noqa: F811
+    async with running_worker(
+        layer=layer, placement=placement, engine=engine, capacity=2,
+        narrator=Narrator(gemma, smollm2),
+    ) as worker:  # fmt: skip
+        yield worker
+
+
+def narrator_status(message) -> bool:
+    return message["type"] == "session.status" and bool(message.get("narrator"))
+
+
+async def say(layer, worker, session_id, text):
+    await send(layer, worker, {"type": "session.say", "session_id": session_id, "text": text})
+
+
+async def test_a_story_is_offered_written_options_and_its_status_names_the_model(
+    worker, layer, placement
+):
+    session_id = str(uuid.uuid4())
+    async with GroupListener(layer, session_id) as listener:
+        await started(worker, placement, layer, listener, story_attach(session_id))
+        choices = await listener.next(kind_is("session.choices"))
+        status = await listener.next(narrator_status)
+    assert choices["choice_id"] == "c1" and len(set(choices["options"])) == 2
+    assert status["narrator"].startswith("embedded:gemma")
+    assert worker.sessions[session_id].narrator == status["narrator"]
+
+
+async def test_a_pick_changes_the_world_and_a_narrated_line_joins_the_story(
+    worker, layer, placement, engine
+):
+    session_id = str(uuid.uuid4())
+    async with GroupListener(layer, session_id) as listener:
+        await started(worker, placement, layer, listener, story_attach(session_id))
+        await listener.next(kind_is("session.choices"))
+        session = worker.sessions[session_id]
+        picked = session.narrative.options[0]
+        before = engine.describe(session.world_id)
+        await choose(layer, worker, session_id, "c1", 0)
+        following = await listener.next(kind_is("session.choices"))
+        after = engine.describe(session.world_id)
+    assert after == narrative.apply_to_description(before, picked.event)
+    assert following["choice_id"] == "c2" and len(following["story"]) == 2
+    assert following["story"][1].endswith((".", "!", "?", "…"))
+    assert picked.label in session.narrative.labels
+
+
+LINES = ("what is it like out here at night?", "where does this channel lead?", "tell me a tale")
+
+
+async def test_a_reply_streams_as_partial_lines_then_the_final_one(worker, layer, placement):
+    session_id = str(uuid.uuid4())
+    turns = []  # (echo, partials, final) per line
+    async with GroupListener(layer, session_id) as listener:
+        await started(worker, placement, layer, listener, character_attach(session_id))
+        await listener.next(kind_is("session.say"))  # the greeting
+        # A reply the model wrote streams; one it could not (the grammar's) comes whole: of a
+        # few lines, at least one is the model's.
+        for line in LINES:
+            await say(layer, worker, session_id, line)
+            echo = await listener.next(kind_is("session.say"))
+            lines = [await listener.next(kind_is("session.say"))]
+            while lines[-1].get("partial"):
+                lines.append(await listener.next(kind_is("session.say")))
+            turns.append((echo, lines[:-1], lines[-1]))
+    assert [(echo["speaker"], echo["text"]) for echo, _, _ in turns] == [("you", t) for t in LINES]
+    assert any(partials for _, partials, _ in turns), "no reply was streamed"
+    for _, partials, final in turns:
+        assert all(p["speaker"] == "Old Tom" and p["partial"] is True for p in partials)
+        assert final["speaker"] == "Old Tom" and not final.get("partial") and final["text"]
+    assert worker.sessions[session_id].narrative.memory[-1] == ("Old Tom", turns[-1][2]["text"])
+
+
+async def test_a_generated_line_screening_refuses_is_never_sent(
+    layer,
+    placement,
+    engine,
+    smollm2,  # noqa: F811
+):
+    refused = []
+
+    def screen(text):
+        refused.append(text)
+        return False
+
+    async with running_worker(
+        layer=layer, placement=placement, engine=engine, capacity=1,
+        narrator=Narrator(None, smollm2), screen=screen,
+    ) as worker:  # fmt: skip
+        session_id = str(uuid.uuid4())
+        async with GroupListener(layer, session_id) as listener:
+            await started(worker, placement, layer, listener, character_attach(session_id))
+            await listener.next(kind_is("session.say"))
+            await say(layer, worker, session_id, "who are you?")
+            await listener.next(kind_is("session.say"))  # the echo
+            reply = await listener.next(kind_is("session.say"))
+            status = await listener.next(narrator_status)
+    assert refused, "nothing was screened"
+    assert not reply.get("partial") and reply["text"] not in refused
+    assert status["narrator"] == GRAMMAR

@@ -1,0 +1,63 @@
+"""A character's example lines: written by the creator, pinned in the version, sent to the
+worker as the model's examples of the character's voice, shown on the world page."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from sessions.worker_client import attach_message
+from tests.worlds.factories import make_world
+from worlds.models import World
+
+TOM = {
+    "title": "Ferry",
+    "category": "characters",
+    "prompt": "a misty marsh with reeds",
+    "character_name": "Old Tom",
+    "character_persona": "A gruff marsh ferryman.",
+    "character_greeting": "Hmph. Need a ride?",
+}
+
+
+@pytest.fixture
+def owner_api(owner):
+    api = APIClient()
+    api.force_authenticate(owner)
+    return api
+
+
+def test_the_api_takes_example_lines_and_the_version_pins_them(owner_api):
+    examples = "Mind the eels.\n\nTwo coins for the crossing.\n"
+    body = owner_api.post(
+        "/api/worlds/", TOM | {"character_examples": examples, "publish": True}, format="json"
+    ).json()
+    world = World.objects.get(slug=body["slug"])
+    assert body["character_examples"] == examples.strip()
+    assert world.current_version.example_lines() == [
+        "Mind the eels.",
+        "Two coins for the crossing.",
+    ]
+
+
+def test_the_worker_is_sent_at_most_eight_example_lines(owner):
+    lines = "\n".join(f"Line {n}." for n in range(12))
+    world = make_world(owner, **TOM, character_examples=lines)
+
+    class Session:
+        id = "s1"
+        world_version = world.current_version
+
+    card = attach_message(Session, restore=False).character
+    assert card.examples == tuple(f"Line {n}." for n in range(8))
+
+
+def test_the_world_page_shows_a_sample_exchange(client, owner):
+    world = make_world(owner, **TOM, character_examples="Mind the eels.")
+    page = client.get(f"/w/{world.slug}/").content.decode()
+    assert "A sample exchange" in page
+    assert "<b>Old Tom:</b> Hmph. Need a ride?" in page
+    assert "<b>Old Tom:</b> Mind the eels." in page
+
+
+def test_a_world_without_example_lines_shows_no_exchange(client, owner):
+    world = make_world(owner, **TOM)
+    assert "A sample exchange" not in client.get(f"/w/{world.slug}/").content.decode()
