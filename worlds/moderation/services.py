@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from sessions import services as session_services
-from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession
+from sessions.models import EndReason, PlaySession
 from worlds.models import World, WorldStatus
 from worlds.moderation.audit import Target, audit_record
 from worlds.moderation.models import (
@@ -450,11 +450,9 @@ def _after_commit(*, kind: str, target: Target, reason: str) -> None:
             world=target.world, reason=EndReason.MODERATOR, message=message
         )
     elif kind == ActionKind.SUSPEND:
-        playing = PlaySession.objects.filter(player=target.user, status__in=ACTIVE_STATUSES)
-        for session in playing:
-            session_services.session_end(
-                session=session, reason=EndReason.MODERATOR, message=message
-            )
+        session_services.session_end_for_player(
+            user=target.user, reason=EndReason.MODERATOR, message=message
+        )
 
 
 # --- Appeals --------------------------------------------------------------------------------
