@@ -90,13 +90,11 @@ def session_create(
             return running, False
         # Opening another world leaves the last one: this player's sessions whose socket is
         # gone end now instead of holding the limit until their reconnect grace runs out.
-        left = list(
-            PlaySession.objects.filter(mine, status__in=ACTIVE_STATUSES)
-            .exclude(disconnected_at=None)
-            .order_by("disconnected_at")
+        stale = PlaySession.objects.filter(mine, status__in=ACTIVE_STATUSES).exclude(
+            disconnected_at=None
         )
-        for stale in left:
-            _record_end(session=stale, reason=EndReason.SWITCHED)
+        ends = [_record_end(session=s, reason=EndReason.SWITCHED) for s in stale]
+        left = [s for s, ended in ends if ended]  # not one a concurrent request already ended
         _check_limits(user=user, session_key=session_key, client_ip=client_ip)
         session = PlaySession.objects.create(
             world=world,
@@ -213,12 +211,11 @@ def session_end(
     `reason` is an EndReason code or, from a moderator, their own words; `message`, when given,
     is what the player sees instead (a moderator's decision, say).
     """
-    ended = _record_end(session=session, reason=reason, failed=failed)
-    if ended is None:
-        return PlaySession.objects.get(pk=session.pk)
-    _after_end(session=ended, reason=reason, message=message)
-    queue_promote()
-    return ended
+    session, ended = _record_end(session=session, reason=reason, failed=failed)
+    if ended:
+        _after_end(session=session, reason=reason, message=message)
+        queue_promote()
+    return session
 
 
 def _after_end(*, session: PlaySession, reason: str, message: str | None = None) -> None:
@@ -241,29 +238,31 @@ def session_ended_by_worker(*, session_id, reason: str | None) -> None:
     if session is None:
         return
     if reason in messages.WORKER_FAILURES:
-        ended = _record_end(session=session, reason=EndReason.FAILED, failed=True)
+        _, ended = _record_end(session=session, reason=EndReason.FAILED, failed=True)
     else:
         known = reason in EndReason.values
-        ended = _record_end(session=session, reason=reason if known else EndReason.WORKER)
-    if ended is not None:
+        _, ended = _record_end(session=session, reason=reason if known else EndReason.WORKER)
+    if ended:
         get_placement().remove_from_queue(str(session_id))
         queue_promote()
 
 
-def _record_end(*, session: PlaySession, reason: str, failed: bool = False) -> PlaySession | None:
-    """Mark the row ended; -> the session, or None when it had already ended."""
+def _record_end(
+    *, session: PlaySession, reason: str, failed: bool = False
+) -> tuple[PlaySession, bool]:
+    """Mark the row ended; -> (the locked row, whether this call ended it)."""
     with transaction.atomic():
         # Row lock: the player's DELETE, the reaper and a moderator may end it at the same time;
         # only the first one records the reason and notifies.
         session = PlaySession.objects.select_for_update().get(pk=session.pk)
         if not session.is_active:
-            return None
+            return session, False
         session.status = SessionStatus.FAILED if failed else SessionStatus.ENDED
         session.ended_at = timezone.now()
         session.end_reason = str(reason)[:200]
         session.frames_generated = max(session.frames_generated, _frames_of(session))
         session.save(update_fields=["status", "ended_at", "end_reason", "frames_generated"])
-    return session
+    return session, True
 
 
 def _frames_of(session: PlaySession) -> int:

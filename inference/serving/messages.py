@@ -249,6 +249,9 @@ class Frame(Message):
     TYPE = "session.frame"
     data: bytes
 
+    def to_message(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "data": self.data}  # the frame path: no asdict() per frame
+
 
 @dataclass(frozen=True)
 class Status(Message):
