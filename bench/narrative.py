@@ -7,21 +7,27 @@ in one run.
 Part 1 drives the narrator through the worker's own generation runner (one thread, sessions in
 turn), each session asking for its next pair (or reply) as soon as the last one came back.
 Part 2 runs a real InferenceWorker in this process (in-memory channel layer and placement,
-the shipped world model) with 8 character sessions, each player holding a key: first N seconds
-without chat, then N seconds in which every player says a line, waits for the whole reply and
-says the next. Prints markdown tables. Not part of the test suite.
+the shipped world model) with 8 character sessions, each player holding a key: N seconds
+without chat, N seconds in which every player says a line, waits for the whole reply and says
+the next, then N seconds without chat again; per player the frame rate of each window and the
+replies completed while chatting. If the worker's run() ends mid-run the bench exits with its
+exception instead of waiting; a stop that hangs is reported and cut short.
+
+Part 1 prints a markdown table, part 2 one per player (as bench/play.py does). Not part of the
+test suite.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import statistics
 import sys
 import time
 import uuid
 from concurrent.futures import wait
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -31,6 +37,8 @@ from inference.narrative.backends import NarrativeConfig  # noqa: E402
 from inference.narrative.evaluate import ORDINARY, PERSONAS, STORIES  # noqa: E402
 from inference.narrative.narrator import Narrator  # noqa: E402
 from inference.narrative.runner import GenerationRunner  # noqa: E402
+from inference.serving import messages as m  # noqa: E402
+from inference.serving.session import SessionStatus  # noqa: E402
 from inference.world import text as text_encoder  # noqa: E402
 
 FPS = 24.0
@@ -93,67 +101,177 @@ def throughput(narrator: Narrator, sessions: int, seconds: float, kind: str) -> 
     }
 
 
+def print_throughput(narrator: Narrator, seconds: float) -> None:
+    print("\n| sessions | pairs/s | pair p50 | pair p99 | grammar | replies/s | reply p50 | "
+          "reply p99 | grammar |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for n in (1, 4, 8):
+        pairs = throughput(narrator, n, seconds, "pairs")
+        replies = throughput(narrator, n, seconds, "replies")
+        print(f"| {n} | {pairs['rate']:.2f} | {pairs['p50']:.2f} s | {pairs['p99']:.2f} s | "
+              f"{pairs['grammar']:.0%} | {replies['rate']:.2f} | {replies['p50']:.2f} s | "
+              f"{replies['p99']:.2f} s | {replies['grammar']:.0%} |", flush=True)  # fmt: skip
+
+
 # --- part 2: frames of 8 live players, with and without chat --------------------------------
 
+START_S = 240.0  # every world built and live (8 builds queue on one engine thread)
+WARM_S = 10.0  # the first chunks grown, buffers full
+STOP_S = 30.0  # a graceful stop; past it the worker's task is cancelled
 
-async def frames_while(seconds: float, chat: bool, worker, layer, sessions: list[str]) -> dict:
-    from inference.serving.messages import session_group, worker_channel
 
-    counts = dict.fromkeys(sessions, 0)
-    replies: list[float] = []
-    firsts: list[float] = []
-    channels = {}
-    for sid in sessions:
-        channels[sid] = await layer.new_channel()
-        await layer.group_add(session_group(sid), channels[sid])
-    stop = time.monotonic() + seconds
-    said: dict[str, float] = {}
-    first_seen: set[str] = set()
+class WorkerDied(RuntimeError):
+    """The in-process worker's ``run()`` ended (or a bench listener failed) mid-measurement."""
 
-    async def say(sid: str, turn: int):
-        said[sid] = time.monotonic()
-        first_seen.discard(sid)
-        text = ORDINARY[turn % len(ORDINARY)]
-        message = {"type": "session.say", "session_id": sid, "text": text}
-        await layer.send(worker_channel(worker.name), message)
 
-    async def pump(sid: str):
-        turn = 0
-        if chat:
-            await say(sid, turn)
-        while time.monotonic() < stop:
-            try:
-                message = await asyncio.wait_for(layer.receive(channels[sid]), 0.5)
-            except TimeoutError:
+@dataclass
+class Player:
+    """One live session as its player's socket sees it: frames counted, lines said and heard."""
+
+    session_id: str
+    index: int
+    character: str  # who answers: the persona's name (the echo of our own line has another)
+    channel: str = ""
+    status: str = ""  # the last session.status state
+    frames: int = 0  # frames received so far
+    chatting: bool = False
+    turn: int = 0
+    said_at: float = 0.0
+    streamed: bool = False  # the reply to the line in flight sent a partial line
+    firsts: list[float] = field(default_factory=list)  # first partial line, s after saying
+    replies: list[float] = field(default_factory=list)  # whole reply, s after saying
+    whole: int = 0  # replies that came in one piece (written by the grammar)
+    errors: list[str] = field(default_factory=list)
+
+
+def frame_groups(session_id: str) -> list[str]:
+    """Where the worker sends this player's frames: the session's group, and (multi-player
+    sessions) slot 0's camera group; each frame goes to one of them, so none is counted twice."""
+    groups = [m.session_group(session_id)]
+    if hasattr(m, "camera_group"):
+        groups.append(m.camera_group(session_id, 0))
+    return groups
+
+
+async def while_alive(awaitable, watched: list[asyncio.Task]):
+    """Await ``awaitable``; if a watched task (the worker's ``run()``, a listener) ends first,
+    raise WorkerDied from its exception instead of waiting on a worker that is gone."""
+    job = asyncio.ensure_future(awaitable)
+    await asyncio.wait({job, *watched}, return_when=asyncio.FIRST_COMPLETED)
+    if job.done():
+        return job.result()
+    job.cancel()
+    await asyncio.gather(job, return_exceptions=True)
+    ended = next(t for t in watched if t.done())
+    exc = None if ended.cancelled() else ended.exception()
+    raise WorkerDied(f"{ended.get_name()} ended mid-run: {exc!r}") from exc
+
+
+async def say(layer, worker, player: Player) -> None:
+    player.said_at, player.streamed = time.monotonic(), False
+    text = ORDINARY[player.turn % len(ORDINARY)]
+    message = m.Say(session_id=player.session_id, text=text)
+    await layer.send(m.worker_channel(worker.name), message.to_message())
+
+
+async def listen(layer, worker, player: Player) -> None:
+    """Everything the worker sends this player; while chatting, the next line follows each
+    whole reply. The only receive() on the channel, for the whole run."""
+    while True:
+        message = await layer.receive(player.channel)
+        kind = message["type"]
+        if kind == "session.frame":
+            player.frames += 1
+        elif kind == "session.status":
+            player.status = message["state"]
+        elif kind == "session.error":  # a refused line: this player stops chatting
+            player.errors.append(message["code"])
+        elif kind == "session.say" and player.chatting and message["speaker"] == player.character:
+            took = time.monotonic() - player.said_at
+            if message.get("partial"):
+                if not player.streamed:
+                    player.streamed = True
+                    player.firsts.append(took)
                 continue
-            if message["type"] == "session.frame":
-                counts[sid] += 1
-            elif chat and message["type"] == "session.say" and message["speaker"] != "you":
-                if message.get("partial") and sid not in first_seen:
-                    first_seen.add(sid)
-                    firsts.append(time.monotonic() - said[sid])
-                elif not message.get("partial"):
-                    replies.append(time.monotonic() - said[sid])
-                    turn += 1
-                    await say(sid, turn)
-
-    await asyncio.gather(*(pump(sid) for sid in sessions))
-    for sid in sessions:
-        await layer.group_discard(session_group(sid), channels[sid])
-    fps = [counts[sid] / seconds for sid in sessions]
-    return {
-        "fps_mean": statistics.mean(fps),
-        "fps_min": min(fps),
-        "replies": len(replies),
-        "reply_p50": statistics.median(replies) if replies else float("nan"),
-        "first_p50": statistics.median(firsts) if firsts else float("nan"),
-    }
+            player.replies.append(took)
+            player.whole += not player.streamed
+            player.turn += 1
+            await say(layer, worker, player)
 
 
-async def live_players(narrator: Narrator, seconds: float) -> tuple[dict, dict]:
+async def attach(layer, worker, placement, player: Player) -> None:
+    persona = PERSONAS[player.index % len(PERSONAS)]
+    card = m.CharacterCard(
+        name=persona["name"], persona=persona["persona"], greeting=persona["greeting"],
+        examples=tuple(persona.get("examples", ())),
+    )  # fmt: skip
+    placement.reserve_slot(player.session_id)
+    message = m.Attach(
+        session_id=player.session_id, prompt="a quiet meadow", seed=40 + player.index,
+        category="characters", character=card,
+    )  # fmt: skip
+    await layer.send(m.worker_channel(worker.name), message.to_message())
+
+
+async def all_live(layer, worker, placement, players: list[Player], watched) -> None:
+    """Attach every player and wait until each session is live. On a loaded machine a late
+    heartbeat can get the worker reaped and its sessions dropped: attach what is missing again."""
+    for player in players:
+        await attach(layer, worker, placement, player)
+    give_up = time.monotonic() + START_S
+    while True:
+        live = [p for p in players if getattr(worker.sessions.get(p.session_id), "status", None)
+                is SessionStatus.LIVE]  # fmt: skip
+        if len(live) == len(players):
+            return
+        if time.monotonic() > give_up:
+            states = {p.index: p.status or "nothing heard" for p in players if p not in live}
+            raise RuntimeError(f"{len(live)} of {len(players)} sessions live after "
+                               f"{START_S:.0f} s; the others: {states}")  # fmt: skip
+        await while_alive(asyncio.sleep(2.0), watched)
+        for player in players:
+            if player.session_id not in worker.sessions:
+                await attach(layer, worker, placement, player)
+
+
+async def phase(seconds: float, players: list[Player], watched, chat_with=None) -> list[float]:
+    """One measured window; -> each player's frames per second in it. ``chat_with``: (layer,
+    worker) to chat through: every player says a line, waits for the whole reply, says the
+    next."""
+    counted = [p.frames for p in players]
+    started = time.monotonic()
+    if chat_with is not None:
+        for player in players:
+            player.chatting = True
+            await say(*chat_with, player)
+    await while_alive(asyncio.sleep(seconds), watched)
+    for player in players:
+        player.chatting = False  # a reply still on its way is not counted
+    elapsed = time.monotonic() - started
+    return [(p.frames - n) / elapsed for p, n in zip(players, counted, strict=True)]
+
+
+async def stop_worker(worker, task: asyncio.Task) -> None:
+    """Stop the worker, bounded: a stop that hangs is reported and its task cancelled, so the
+    bench ends either way."""
+    if not task.done():
+        try:
+            await asyncio.wait_for(worker.stop(handover=False), STOP_S)
+        except TimeoutError:
+            print(f"warning: worker.stop() did not return in {STOP_S:.0f} s; cancelling its "
+                  "task", file=sys.stderr, flush=True)  # fmt: skip
+            task.cancel()
+        await asyncio.wait({task}, timeout=STOP_S)
+    if not task.done():
+        raise RuntimeError(f"the worker's run() did not end within {STOP_S:.0f} s of cancelling")
+
+
+async def live_players(narrator: Narrator, seconds: float) -> dict:
+    """A real worker in this process (in-memory layer and placement, the shipped world model)
+    with 8 character sessions, every player walking: quiet, chatting, quiet again (a drift of
+    the shared machine shows as two quiet rows apart)."""
     from channels.layers import InMemoryChannelLayer
 
-    from inference.serving.messages import worker_channel
     from inference.serving.placement import InMemoryPlacement
     from inference.serving.worker import InferenceWorker
 
@@ -163,47 +281,78 @@ async def live_players(narrator: Narrator, seconds: float) -> tuple[dict, dict]:
         name="bench", channel_layer=layer, placement=placement, capacity=PLAYERS, fps=FPS,
         narrator=narrator,
     )  # fmt: skip
-    task = asyncio.create_task(worker.run())
-    await worker.wait_ready(120)
-    sessions = [str(uuid.uuid4()) for _ in range(PLAYERS)]
+    task = asyncio.create_task(worker.run(), name="worker.run()")
+    players = [
+        Player(str(uuid.uuid4()), i, PERSONAS[i % len(PERSONAS)]["name"]) for i in range(PLAYERS)
+    ]
+    listeners: list[asyncio.Task] = []
+    try:
+        await while_alive(worker.wait_ready(120), [task])
+        for player in players:
+            player.channel = await layer.new_channel()
+            for group in frame_groups(player.session_id):
+                await layer.group_add(group, player.channel)
+            listener = listen(layer, worker, player)
+            listeners.append(asyncio.create_task(listener, name=f"listener {player.index}"))
+        watched = [task, *listeners]
+        await all_live(layer, worker, placement, players, watched)
+        for player in players:  # every player walks, so the canvas keeps growing
+            keys = ("d",) if player.index % 2 else ("s",)
+            message = m.Input(session_id=player.session_id, seq=1, keys=keys)
+            await layer.send(m.worker_channel(worker.name), message.to_message())
+        warm = await phase(WARM_S, players, watched)
+        if not all(warm):
+            silent = [p.index for p, fps in zip(players, warm, strict=True) if not fps]
+            raise RuntimeError(f"players {silent} got no frames in {WARM_S:.0f} s of warm-up "
+                               f"(listening on {frame_groups('<id>')})")  # fmt: skip
+        before = await phase(seconds, players, watched)
+        chatting = await phase(seconds, players, watched, chat_with=(layer, worker))
+        after = await phase(seconds, players, watched)
+    finally:
+        for listener in listeners:
+            listener.cancel()
+        await asyncio.gather(*listeners, return_exceptions=True)
+        await stop_worker(worker, task)
+    if not task.cancelled() and task.exception() is not None:  # it failed while stopping
+        raise WorkerDied(f"the worker's run() failed: {task.exception()!r}") from task.exception()
+    return {"players": players, "before": before, "chatting": chatting, "after": after}
 
-    async def attach(i: int, sid: str) -> None:
-        placement.reserve_slot(sid)
-        message = {"type": "session.attach", "session_id": sid, "prompt": "a quiet meadow",
-                   "seed": 40 + i, "category": "characters",
-                   "character": PERSONAS[i % len(PERSONAS)]}  # fmt: skip
-        await layer.send(worker_channel(worker.name), message)
 
-    for i, sid in enumerate(sessions):
-        await attach(i, sid)
-    # On a loaded machine a late heartbeat can get the worker reaped and its sessions dropped:
-    # attach what is missing again rather than wait for it forever.
-    give_up = time.monotonic() + 300
-    while sum(s.status.value == "live" for s in worker.sessions.values()) < PLAYERS:
-        if time.monotonic() > give_up:
-            raise RuntimeError(f"only {len(worker.sessions)} of {PLAYERS} sessions went live")
-        await asyncio.sleep(5.0)
-        for i, sid in enumerate(sessions):
-            if sid not in worker.sessions:
-                await attach(i, sid)
-    for i, sid in enumerate(sessions):  # every player walks, so the canvas keeps growing
-        keys = {
-            "type": "session.input",
-            "session_id": sid,
-            "seq": 1,
-            "keys": ["d" if i % 2 else "s"],
-        }
-        await layer.send(worker_channel(worker.name), keys)
-    await asyncio.sleep(10.0)  # warm: the first chunks grown, buffers full
-    # Quiet, chatting, quiet again: a drift of the shared machine shows as two quiet rows apart.
-    before = await frames_while(seconds, False, worker, layer, sessions)
-    chatting = await frames_while(seconds, True, worker, layer, sessions)
-    after = await frames_while(seconds, False, worker, layer, sessions)
-    quiet = {k: (before[k] + after[k]) / 2 for k in ("fps_mean", "fps_min")}
-    quiet["rows"] = (before, after)
-    await worker.stop(handover=False)
-    await task
-    return quiet, chatting
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def print_frames(result: dict, seconds: float) -> None:
+    players, before, after = result["players"], result["before"], result["after"]
+    chatting = result["chatting"]
+    quiet = [(b + a) / 2 for b, a in zip(before, after, strict=True)]
+    print(f"\n{PLAYERS} live players at a {FPS:g} fps target, {seconds:g} s without chat, "
+          f"{seconds:g} s chatting, {seconds:g} s without chat again")  # fmt: skip
+    print(f"{'player':>6} {'character':>13} {'fps before':>10} {'fps chat':>8} {'fps after':>9} "
+          f"{'chat/quiet':>10} {'replies':>7} {'whole':>5} {'errors':>6}")  # fmt: skip
+    for i, p in enumerate(players):
+        ratio = chatting[i] / quiet[i] if quiet[i] else float("nan")
+        print(f"{p.index:>6} {p.character:>13} {before[i]:>10.1f} {chatting[i]:>8.1f} "
+              f"{after[i]:>9.1f} {ratio:>10.2f} {len(p.replies):>7} {p.whole:>5} "
+              f"{len(p.errors):>6}")  # fmt: skip
+    median_quiet, median_chat = statistics.median(quiet), statistics.median(chatting)
+    ratio = median_chat / median_quiet if median_quiet else float("nan")
+    print(f"{'median':>6} {'':>13} {statistics.median(before):>10.1f} {median_chat:>8.1f} "
+          f"{statistics.median(after):>9.1f} {ratio:>10.2f} "
+          f"{sum(len(p.replies) for p in players):>7} {sum(p.whole for p in players):>5} "
+          f"{sum(len(p.errors) for p in players):>6}")  # fmt: skip
+    firsts = [x for p in players for x in p.firsts]
+    replies = [x for p in players for x in p.replies]
+    print(f"replies completed while chatting: {len(replies)} ({len(replies) / seconds:.2f}/s; "
+          f"'whole': not streamed, the grammar's); first partial p50 "
+          f"{percentile(firsts, 0.5):.2f} s, whole reply p50 {percentile(replies, 0.5):.2f} s "
+          f"p99 {percentile(replies, 0.99):.2f} s")  # fmt: skip
+    drop = 1 - ratio
+    print(f"goal (median fps drop while chatting <= 10%): {drop:.1%}, "
+          f"{'met' if drop <= 0.10 else 'NOT met'}")  # fmt: skip
 
 
 def main() -> None:
@@ -213,36 +362,18 @@ def main() -> None:
     parser.add_argument("--skip-frames", action="store_true", help="part 1 only")
     parser.add_argument("--frames-only", action="store_true", help="part 2 only")
     args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     config = NarrativeConfig.from_env()
     if args.backend:
         config = replace(config, backend=args.backend)
     narrator = Narrator.from_config(config)
     narrator.warm_up()
     text_encoder.embed(["warm up"])
-    print(f"narrator: {narrator.backends}; {args.seconds:.0f} s per cell\n")
-    print("| sessions | pairs/s | pair p50 | pair p99 | grammar | replies/s | reply p50 | "
-          "reply p99 | grammar |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for n in () if args.frames_only else (1, 4, 8):
-        pairs = throughput(narrator, n, args.seconds, "pairs")
-        replies = throughput(narrator, n, args.seconds, "replies")
-        print(f"| {n} | {pairs['rate']:.2f} | {pairs['p50']:.2f} s | {pairs['p99']:.2f} s | "
-              f"{pairs['grammar']:.0%} | {replies['rate']:.2f} | {replies['p50']:.2f} s | "
-              f"{replies['p99']:.2f} s | {replies['grammar']:.0%} |", flush=True)  # fmt: skip
-    if args.skip_frames:
-        return
-    quiet, chatting = asyncio.run(live_players(narrator, args.seconds))
-    drop = 1 - chatting["fps_mean"] / quiet["fps_mean"] if quiet["fps_mean"] else float("nan")
-    print(f"\n{PLAYERS} live players at a {FPS:.0f} fps target, {args.seconds:.0f} s each:\n")
-    print("| | fps mean | fps min | replies | first partial p50 | whole reply p50 |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    labels = ("without chat, before", "without chat, after")
-    for label, row in zip(labels, quiet["rows"], strict=True):
-        print(f"| {label} | {row['fps_mean']:.1f} | {row['fps_min']:.1f} | - | - | - |")
-    print(f"| all chatting | {chatting['fps_mean']:.1f} | {chatting['fps_min']:.1f} | "
-          f"{chatting['replies']} | {chatting['first_p50']:.2f} s | "
-          f"{chatting['reply_p50']:.2f} s |")  # fmt: skip
-    print(f"\nframe rate drop while chatting: {drop:.1%}")
+    print(f"narrator: {narrator.backends}; {args.seconds:.0f} s per cell")
+    if not args.frames_only:
+        print_throughput(narrator, args.seconds)
+    if not args.skip_frames:
+        print_frames(asyncio.run(live_players(narrator, args.seconds)), args.seconds)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from gallery import api, views
 urlpatterns = [
     path("", views.home, name="home"),
     path("c/<slug:category>/", views.category, name="category"),
+    path("live/", views.live, name="live"),
     path("search/", views.search, name="search"),
     path("u/<str:username>/", views.profile, name="profile"),
     path("accounts/signup/", views.sign_up, name="signup"),

@@ -149,6 +149,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "sessions.tasks.reap_sessions",
         "schedule": envfloat("PLAY_REAP_INTERVAL_S", 30.0),
     },
+    "forget-stale-live-worlds": {
+        "task": "sessions.tasks.forget_stale_live_worlds",
+        "schedule": 24 * 3600.0,
+    },
 }
 
 # --- Storage: S3 when configured, local files otherwise --------------------------------------
@@ -207,6 +211,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several components have a "status": name the session's set once for all of them.
+    "ENUM_NAME_OVERRIDES": {"SessionStatusEnum": "sessions.models.SessionStatus"},
 }
 
 # --- Uploads --------------------------------------------------------------------------------
@@ -233,6 +239,12 @@ SESSION_RECONNECT_GRACE_SECONDS = envint("SESSION_RECONNECT_GRACE_SECONDS", 30)
 SESSION_MAX_PER_USER = envint("SESSION_MAX_PER_USER", 2)
 SESSION_MAX_ANON_PER_BROWSER = envint("SESSION_MAX_ANON_PER_BROWSER", 1)
 SESSION_MAX_ANON_PER_IP = envint("SESSION_MAX_ANON_PER_IP", 3)
+# Players one shared session seats at most, whatever a world's creator allows.
+SESSION_MAX_PLAYERS = envint("SESSION_MAX_PLAYERS", 8)
+# A shared story's vote closes this long after its first vote (or once everyone voted).
+STORY_VOTE_SECONDS = envfloat("STORY_VOTE_SECONDS", 15.0)
+# A Live world's state is kept this long after its last session ended (then it starts fresh).
+LIVE_WORLD_KEEP_DAYS = envint("LIVE_WORLD_KEEP_DAYS", 30)
 # Proxies in front of the ASGI server that append to X-Forwarded-For (gallery/client_ip.py).
 TRUSTED_PROXY_COUNT = envint("TRUSTED_PROXY_COUNT", 0)
 

@@ -52,6 +52,12 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+def live(request: HttpRequest) -> HttpResponse:
+    """Sessions being played now: live.js fills the page from GET /api/live/."""
+    return render(request, "gallery/live.html")
+
+
+@require_GET
 def category(request: HttpRequest, category: str) -> HttpResponse:
     if category not in Category.values:
         raise Http404("Unknown category")

@@ -1,9 +1,12 @@
 """WebSocket consumers speaking protocol v1 (DESIGN.md): `ws/play/<id>/` and `ws/watch/<id>/`.
 
-Both join the session's group and forward what its worker sends there (binary frames, status,
-events: the typed messages of `inference.serving.messages`). Only the player's consumer talks
-to the worker, through `sessions.worker_client`; every client message is validated in
-`sessions.protocol` first, so nothing malformed ever reaches a worker or another session.
+Both join the session's group and forward what its worker sends there (status, events,
+choices, lines: the typed messages of `inference.serving.messages`), and one camera's frames:
+a seated player's socket its own camera's group, a spectator's the lowest seated slot's
+(it follows the presence list). Players' sockets talk to the worker, through
+`sessions.worker_client`, each for its own seat; spectators only vote. Every client message is
+validated in `sessions.protocol` first, so nothing malformed ever reaches a worker or another
+session.
 """
 
 import asyncio
@@ -19,14 +22,15 @@ from django.conf import settings
 from django.core.cache import cache
 
 from inference.serving import messages as m
-from inference.serving.messages import session_group
-from sessions import embedded, grace, selectors, services, worker_client
-from sessions.models import PlaySession, SessionStatus
+from inference.serving.messages import camera_group, session_group
+from sessions import embedded, grace, seats, selectors, services, worker_client
+from sessions.models import PlaySession, Seat, SessionStatus
 from sessions.protocol import (
     CLOSE_ENDED,
     CLOSE_FLOODING,
     CLOSE_FORBIDDEN,
     CLOSE_NOT_FOUND,
+    CLOSE_REMOVED,
     CLOSE_REPLACED,
     Choose,
     Input,
@@ -35,6 +39,7 @@ from sessions.protocol import (
     Prompt,
     ProtocolError,
     Say,
+    Vote,
     parse_client_message,
 )
 from worlds.models import Category
@@ -46,16 +51,14 @@ QUEUE_POLL_S = 1.0
 WATCHDOG_S = 5.0
 # Written to the database at most this often per session (inputs can arrive 60 times a second).
 INPUT_TOUCH_S = 15.0
-
-
-def _viewers_key(session_id) -> str:
-    return f"play:viewers:{session_id}"
+CHOICES_KEEP_S = 600  # the pair on offer, kept for late spectators
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
     """What the player's and the spectators' sockets share: authorise, join, forward."""
 
     session: PlaySession | None = None
+    slot: int | None = None  # the seat whose camera this socket shows (a spectator: the lead's)
 
     async def connect(self):
         self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
@@ -65,6 +68,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.viewers = 0
         self.narrator: str | None = None  # which backend wrote the last story step or reply
         self.closing = False
+        self.players: tuple[m.SeatInfo, ...] = ()
+        self.voted: dict[str, int] = {}  # choice id -> this socket's vote
         session, close_code = await self._authorise()
         if close_code is not None:
             # Accept first so the browser sees why (a 4xxx code) and does not retry.
@@ -72,7 +77,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.close(code=close_code)
             return
         self.session = session
+        self.players = await database_sync_to_async(seats.presence)(session)
         await self.channel_layer.group_add(session_group(self.session_id), self.channel_name)
+        await self._watch_camera(self._camera_slot())
         await self.accept()
         await self.joined()
 
@@ -80,7 +87,40 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if self.session is None:
             return
         await self.channel_layer.group_discard(session_group(self.session_id), self.channel_name)
+        await self._watch_camera(None)
         await self.left()
+
+    def _camera_slot(self) -> int | None:
+        """Whose frames this socket gets (players: their own; spectators: the lead's)."""
+        return min((p.slot for p in self.players), default=None)
+
+    async def _watch_camera(self, slot: int | None) -> None:
+        if slot == self.slot:
+            return
+        if self.slot is not None:
+            await self.channel_layer.group_discard(
+                camera_group(self.session_id, self.slot), self.channel_name
+            )
+        self.slot = slot
+        if slot is not None:
+            await self.channel_layer.group_add(
+                camera_group(self.session_id, slot), self.channel_name
+            )
+
+    def _players(self) -> list[dict]:
+        mine = self._seat_slot()
+        return [
+            {"slot": p.slot, "name": p.name, "color": p.color, "you": p.slot == mine}
+            for p in self.players
+        ]
+
+    def _seat_slot(self) -> int | None:
+        return None  # spectators sit nowhere
+
+    def _is_lead(self) -> bool:
+        """The lowest seated slot's own socket."""
+        slot = self._seat_slot()
+        return slot is not None and slot == min((p.slot for p in self.players), default=None)
 
     async def receive(self, text_data=None, bytes_data=None):
         if self.closing:
@@ -99,7 +139,15 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps(message))
 
     async def send_status(self, *, reason: str | None = None, position: int | None = None):
-        message = {"type": "status", "state": self.state, "fps": self.fps, "viewers": self.viewers}
+        message = {
+            "type": "status",
+            "state": self.state,
+            "fps": self.fps,
+            "viewers": self.viewers,
+            "players": self._players(),
+        }
+        if self._seat_slot() is not None:
+            message["you"] = self._seat_slot()
         if self.narrator:
             message["narrator"] = self.narrator
         if position is not None:
@@ -126,18 +174,36 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def session_event(self, event):
         result = m.Event.from_message(event)
-        await self.send_json(
-            {"type": "event", "seq": result.seq, "status": result.status, "reason": result.reason}
-        )
+        message = {
+            "type": "event",
+            "seq": result.seq,
+            "status": result.status,
+            "reason": result.reason,
+            "by": result.by,
+            "slot": result.slot,
+            "text": result.text,
+            "you": result.slot == self._seat_slot(),
+        }
+        if result.suggest:
+            message["suggest"] = list(result.suggest)
+        await self.send_json(message)
 
     async def session_choices(self, event):
         choices = m.Choices.from_message(event)
+        if self._is_lead():
+            # One socket per session keeps the pair on offer for spectators who come later.
+            await sync_to_async(cache.set)(_choices_key(self.session_id), event, CHOICES_KEEP_S)
         await self.send_json(
             {
                 "type": "choices",
                 "choice_id": choices.choice_id,
                 "options": list(choices.options),
                 "story": list(choices.story),
+                "votes": list(choices.votes),
+                "audience": list(choices.audience),
+                "closes_in": choices.closes_in,
+                "voted": self.voted.get(choices.choice_id),
+                "picked": choices.picked,
             }
         )
 
@@ -146,9 +212,20 @@ class SessionConsumer(AsyncWebsocketConsumer):
         # only ever as a whole prefix): see worker_client.screen_generated_line.
         line = m.Line.from_message(event)
         message = {"type": "say", "speaker": line.speaker, "text": line.text}
+        if line.slot >= 0:
+            message["slot"] = line.slot
+            message["you"] = line.slot == self._seat_slot()
         if line.partial:
             message["partial"] = True
         await self.send_json(message)
+
+    async def session_presence(self, event):
+        self.players = m.Presence.from_message(event).players
+        await self._watch_camera(self._camera_slot())
+        await self.send_json({"type": "presence", "players": self._players()})
+
+    async def session_removed(self, event):
+        pass  # only the removed player's own socket cares
 
     async def session_error(self, event):
         pass  # the worker's answer to the player's own pick or line
@@ -177,11 +254,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
         raise NotImplementedError
 
     async def _read_viewers(self) -> int:
-        return int(await sync_to_async(cache.get)(_viewers_key(self.session_id), 0) or 0)
+        return int(await sync_to_async(cache.get)(selectors.viewers_key(self.session_id), 0) or 0)
 
 
 class PlayConsumer(SessionConsumer):
-    """The player's socket: inputs and prompts go to the session's worker."""
+    """A seated player's socket: their inputs, prompts, votes and lines go to the session's
+    worker, for their seat; they get their own camera's frames."""
+
+    seat: Seat | None = None
 
     async def connect(self):
         self.worker: str | None = None
@@ -200,21 +280,25 @@ class PlayConsumer(SessionConsumer):
             session = selectors.session_get(session_id=self.session_id)
         except PlaySession.DoesNotExist:
             return None, CLOSE_NOT_FOUND
-        if not session.is_played_by(user=user, session_key=key):
-            return None, CLOSE_FORBIDDEN
         if not session.is_active:
             return None, CLOSE_ENDED
+        self.seat = seats.seat_of(session=session, user=user, session_key=key)
+        if self.seat is None:
+            return None, CLOSE_FORBIDDEN
         return session, None
+
+    def _seat_slot(self) -> int | None:
+        return self.seat.slot if self.seat is not None else None
+
+    def _camera_slot(self) -> int | None:
+        return self._seat_slot()
 
     async def joined(self):
         await embedded.ensure_started()
-        await database_sync_to_async(services.session_attached)(
-            session=self.session, channel=self.channel_name
-        )
-        # One player socket per session: an older tab (or a half-dead socket) steps aside.
-        await self.channel_layer.group_send(
-            session_group(self.session_id), m.Player(channel=self.channel_name).to_message()
-        )
+        await database_sync_to_async(seats.seat_attached)(seat=self.seat, channel=self.channel_name)
+        # One socket per seat: an older tab of this player (or a half-dead socket) steps aside.
+        player = m.Player(channel=self.channel_name, slot=self.seat.slot)
+        await self.channel_layer.group_send(session_group(self.session_id), player.to_message())
         self.viewers = await self._read_viewers()
         self.state = self.session.status
         if self.state == SessionStatus.QUEUED:
@@ -231,11 +315,11 @@ class PlayConsumer(SessionConsumer):
         session = await self._refresh()
         if session is None or not session.is_active:
             return
-        detached = await database_sync_to_async(services.session_detached)(
-            session=session, channel=self.channel_name
+        detached = await database_sync_to_async(seats.seat_detached)(
+            seat=self.seat, channel=self.channel_name
         )
         if detached:
-            grace.start(self.session_id)
+            grace.start(self.seat.pk)
 
     async def handle(self, message):
         if isinstance(message, Ping):
@@ -248,18 +332,23 @@ class PlayConsumer(SessionConsumer):
             await self._choose(message)
         elif isinstance(message, Say):
             await self._say(message)
+        elif isinstance(message, Vote):
+            raise ProtocolError("unsupported", "Players vote with choose; vote is the audience's.")
 
     async def _input(self, message: Input):
         self.last_input = time.time()
         self.held = m.Input(
-            session_id=str(self.session_id), seq=message.seq, keys=tuple(sorted(message.keys))
+            session_id=str(self.session_id),
+            seq=message.seq,
+            keys=tuple(sorted(message.keys)),
+            slot=self.seat.slot,
         )
         await self._to_worker(self.held)
         if self.last_input - self.last_touch >= INPUT_TOUCH_S:
             self.last_touch = self.last_input
             at = datetime.fromtimestamp(self.last_input, tz=UTC)
             await database_sync_to_async(services.session_touch_input)(
-                session_id=self.session_id, at=at
+                session_id=self.session_id, at=at, slot=self.seat.slot
             )
 
     async def _prompt(self, message: Prompt):
@@ -271,17 +360,20 @@ class PlayConsumer(SessionConsumer):
         if refusal is not None:
             await self._reject(message.seq, refusal)
             return
-        await self._to_worker(
-            m.Prompt(session_id=str(self.session_id), seq=message.seq, text=message.text)
+        prompt = m.Prompt(
+            session_id=str(self.session_id), seq=message.seq, text=message.text, slot=self.seat.slot
         )
+        await self._to_worker(prompt)
 
     async def _choose(self, message: Choose):
         self._narrative_ready(Category.STORIES, "This world takes no story picks.")
+        self.voted[message.choice_id] = message.option
         await self._to_worker(
             m.Choose(
                 session_id=str(self.session_id),
                 choice_id=message.choice_id,
                 option=message.option,
+                slot=self.seat.slot,
             )
         )
 
@@ -291,7 +383,9 @@ class PlayConsumer(SessionConsumer):
         refusal = await self._screen(message.text, "say")
         if refusal is not None:
             raise ProtocolError("blocked", refusal)
-        await self._to_worker(m.Say(session_id=str(self.session_id), text=message.text))
+        await self._to_worker(
+            m.Say(session_id=str(self.session_id), text=message.text, slot=self.seat.slot)
+        )
 
     async def _screen(self, text: str, field: str) -> str | None:
         """None when the text may reach the world, else the reason the player sees; either way
@@ -312,7 +406,10 @@ class PlayConsumer(SessionConsumer):
             raise ProtocolError("not_running", "The world is not running yet.")
 
     async def _reject(self, seq: int, reason: str):
-        await self.send_json({"type": "event", "seq": seq, "status": "rejected", "reason": reason})
+        # Only the sender hears it: a refused event never reaches the world or the others.
+        await self.send_json(
+            {"type": "event", "seq": seq, "status": "rejected", "reason": reason, "you": True}
+        )
 
     async def _to_worker(self, message: m.Message):
         # Queued sessions have no worker yet: their inputs have nowhere to go, and need none.
@@ -337,7 +434,8 @@ class PlayConsumer(SessionConsumer):
                 await self.send_status()
             return
         self.worker = worker
-        await self._to_worker(worker_client.attach_message(self.session, restore=restore))
+        attach = worker_client.attach_message(self.session, restore=restore, seat=self.seat)
+        await self._to_worker(attach)
         if self.held is not None:
             # Keys pressed while it waited: the world starts with them held.
             await self._to_worker(self.held)
@@ -381,17 +479,24 @@ class PlayConsumer(SessionConsumer):
                 await self.send_status(position=position)
 
     async def _watchdog(self):
-        """Idle timeout and maximum length, checked where the inputs arrive."""
+        """Idle timeout and maximum length, checked where the inputs arrive: this player
+        leaves their seat (the session ends with its last one)."""
         while True:
             await asyncio.sleep(WATCHDOG_S)
-            session = await self._refresh()
-            if session is None or not session.is_active:
+            seat = await database_sync_to_async(
+                Seat.objects.select_related("session").filter(pk=self.seat.pk, left_at=None).first
+            )()
+            if seat is None or not seat.session.is_active:
                 return
             now = datetime.now(tz=UTC)
             last_input = datetime.fromtimestamp(self.last_input, tz=UTC)
-            reason = services.session_expiry_reason(session=session, now=now, last_input=last_input)
+            reason = services.seat_expiry_reason(seat=seat, now=now, last_input=last_input)
             if reason is not None:
-                await database_sync_to_async(services.session_end)(session=session, reason=reason)
+                session = await database_sync_to_async(seats.seat_leave)(seat=seat, reason=reason)
+                if session.is_active:  # the others play on; this socket is done
+                    self.state = SessionStatus.ENDED
+                    await self.send_status(reason=reason)
+                    await self.close(code=CLOSE_ENDED)
                 return
 
     async def session_status(self, event):
@@ -417,13 +522,23 @@ class PlayConsumer(SessionConsumer):
 
     async def session_error(self, event):
         error = m.Error.from_message(event)
-        await self.send_json({"type": "error", "code": error.code, "message": error.message})
+        if error.slot == self.seat.slot:
+            await self.send_json({"type": "error", "code": error.code, "message": error.message})
 
     async def session_player(self, event):
-        if m.Player.from_message(event).channel != self.channel_name:
+        player = m.Player.from_message(event)
+        if player.slot == self.seat.slot and player.channel != self.channel_name:
             why = "You opened this world in another tab or window: it plays there now."
             await self.send_json({"type": "error", "code": "replaced", "message": why})
             await self.close(code=CLOSE_REPLACED)
+
+    async def session_removed(self, event):
+        removed = m.Removed.from_message(event)
+        if removed.slot == self.seat.slot and not self.closing:
+            self.closing = True
+            why = f"You were removed from this session: {removed.reason}"
+            await self.send_json({"type": "error", "code": "removed", "message": why})
+            await self.close(code=CLOSE_REMOVED)
 
     async def session_placed(self, event):
         if self.state != SessionStatus.QUEUED:
@@ -463,6 +578,9 @@ class WatchConsumer(SessionConsumer):
 
     async def joined(self):
         self.state = self.session.status
+        offer = await sync_to_async(cache.get)(_choices_key(self.session_id))
+        if offer:
+            await self.session_choices(offer)  # the pair on offer now, not only the next one
         self.viewers = await sync_to_async(_viewers_add)(self.session_id, 1)
         await database_sync_to_async(services.session_record_viewers)(
             session_id=self.session_id, viewers=self.viewers
@@ -481,11 +599,44 @@ class WatchConsumer(SessionConsumer):
         if isinstance(message, Ping):
             await self.send_json({"type": "pong", "t": message.t})
             return
-        raise ProtocolError("read_only", "Spectators watch; only the player sends inputs.")
+        if isinstance(message, Vote):
+            await self._vote(message)
+            return
+        raise ProtocolError("read_only", "Spectators watch and vote; only players send inputs.")
+
+    async def _vote(self, message: Vote) -> None:
+        if self.session.world_version.category != Category.STORIES:
+            raise ProtocolError("unsupported", "There is no story to vote on in this world.")
+        worker = await sync_to_async(
+            worker_client.get_placement().worker_of, thread_sensitive=False
+        )(str(self.session_id))
+        if worker is None:
+            raise ProtocolError("not_running", "The world is not running yet.")
+        self.voted[message.choice_id] = message.option
+        vote = m.Vote(
+            session_id=str(self.session_id),
+            voter=self._voter(),
+            choice_id=message.choice_id,
+            option=message.option,
+        )
+        await worker_client.send(worker, vote)
+
+    def _voter(self) -> str:
+        """One vote per spectator: their account, else their browser session, else this socket."""
+        user = self.scope.get("user")
+        if user is not None and user.is_authenticated:
+            return f"user:{user.pk}"
+        store = self.scope.get("session")
+        key = store.session_key if store is not None else None
+        return f"anon:{key}" if key else f"socket:{self.channel_name}"
+
+
+def _choices_key(session_id) -> str:
+    return f"play:choices:{session_id}"
 
 
 def _viewers_add(session_id, delta: int) -> int:
-    key = _viewers_key(session_id)
+    key = selectors.viewers_key(session_id)
     cache.add(key, 0, timeout=settings.SESSION_MAX_SECONDS + 3600)
     try:
         value = cache.incr(key, delta)

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from sessions import services
 from sessions.worker_client import get_placement, screen_generated_line
+from sessions.world_store import StorageWorldStore
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ async def ensure_started() -> None:
             channel_layer=get_channel_layer(),
             placement=get_placement(),
             screen=screen_generated_line,
+            world_store=StorageWorldStore(),
+            vote_window_s=settings.STORY_VOTE_SECONDS,
         )
         # Not awaited: loading the model takes seconds; queued sessions start once it registers.
         _worker_task = asyncio.get_running_loop().create_task(_worker.run())

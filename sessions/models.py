@@ -1,5 +1,7 @@
-"""Live play sessions: one player's run of a pinned world version on an inference worker."""
+"""Live play sessions: a pinned world version running on an inference worker, and its seats
+(the players in it: one, or several in a shared world)."""
 
+import secrets
 import uuid
 
 from django.conf import settings
@@ -30,13 +32,19 @@ class EndReason(models.TextChoices):
     MAX_LENGTH = "max_length", "Reached the maximum length"
     ABANDONED = "abandoned", "The player left"
     SWITCHED = "switched", "The player opened another world"
+    EMPTY = "empty", "Every player left"
     MODERATOR = "moderator", "Ended by a moderator"
     WORKER = "worker", "Ended by the inference worker"
     FAILED = "failed", "The world could not be generated"
 
 
+def new_invite_token() -> str:
+    return secrets.token_urlsafe(18)
+
+
 class PlaySession(models.Model):
-    """A player (an account, or an anonymous browser session) playing one world version."""
+    """One world version running live. ``player``/``anon_key`` is its creator; everyone playing
+    it (the creator too) has a ``Seat``. A shared session seats up to ``max_players``."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     world = models.ForeignKey("worlds.World", on_delete=models.CASCADE, related_name="sessions")
@@ -62,6 +70,12 @@ class PlaySession(models.Model):
     )
     worker_name = models.CharField(max_length=100, blank=True)
     is_public = models.BooleanField(default=True)
+    is_shared = models.BooleanField(default=False)
+    max_players = models.PositiveSmallIntegerField(default=1)
+    # Private shared sessions are joined with this token (the invite link carries it).
+    invite_token = models.CharField(max_length=40, default=new_invite_token, editable=False)
+    # The always-on session of a Live-category world (one running per world at a time).
+    is_live_world = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -72,13 +86,17 @@ class PlaySession(models.Model):
     last_input_at = models.DateTimeField(null=True, blank=True)
     # Set while no player socket is attached; cleared on reconnect (the grace period runs from it).
     disconnected_at = models.DateTimeField(null=True, blank=True)
-    # The channel of the player's current socket: a late close of an older socket (the server
-    # notices a dead connection after the browser has already reconnected) must not detach it.
-    player_channel = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "created_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["world"],
+                condition=models.Q(is_live_world=True, status__in=ACTIVE_STATUSES),
+                name="one_running_session_per_live_world",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.world_id} session {self.id} ({self.status})"
@@ -90,8 +108,58 @@ class PlaySession(models.Model):
     def is_active(self) -> bool:
         return self.status in ACTIVE_STATUSES
 
-    def is_played_by(self, *, user, session_key: str | None) -> bool:
+    def is_created_by(self, *, user, session_key: str | None) -> bool:
         """The account that created it, or for anonymous sessions the same browser session."""
-        if self.player_id is not None:
-            return user is not None and user.is_authenticated and user.pk == self.player_id
-        return bool(session_key) and session_key == self.anon_key
+        return _same_player(self.player_id, self.anon_key, user=user, session_key=session_key)
+
+
+def _same_player(user_id, anon_key: str, *, user, session_key: str | None) -> bool:
+    if user_id is not None:
+        return user is not None and user.is_authenticated and user.pk == user_id
+    return bool(session_key) and session_key == anon_key
+
+
+class Seat(models.Model):
+    """One player in a session: their slot (avatar colour and camera), name and socket.
+
+    A seat is active until ``left_at``; an idle, removed or long-gone player leaves their seat,
+    and the session ends when its last seat is left."""
+
+    session = models.ForeignKey(PlaySession, on_delete=models.CASCADE, related_name="seats")
+    slot = models.PositiveSmallIntegerField()
+    name = models.CharField(max_length=40)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    anon_key = models.CharField(max_length=40, blank=True, db_index=True)
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    joined_at = models.DateTimeField(auto_now_add=True)
+    left_at = models.DateTimeField(null=True, blank=True)
+    # An EndReason code (idle, abandoned, player, ...) or "removed: <why>".
+    left_reason = models.CharField(max_length=200, blank=True)
+    last_input_at = models.DateTimeField(null=True, blank=True)
+    # Set while this player's socket is closed (their reconnect grace runs from it).
+    disconnected_at = models.DateTimeField(null=True, blank=True)
+    # The channel of their current socket: a late close of an older socket (the server notices
+    # a dead connection after the browser has already reconnected) must not detach them.
+    channel = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["slot"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "slot"],
+                condition=models.Q(left_at=None),
+                name="one_player_per_seat",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (slot {self.slot}) in {self.session_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.left_at is None
+
+    def is_held_by(self, *, user, session_key: str | None) -> bool:
+        return _same_player(self.user_id, self.anon_key, user=user, session_key=session_key)

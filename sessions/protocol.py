@@ -25,6 +25,7 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_FORBIDDEN = 4403
 CLOSE_REPLACED = 4409  # the player opened the session in another tab
 CLOSE_ENDED = 4410
+CLOSE_REMOVED = 4411  # the session's creator or a moderator removed this player
 CLOSE_FLOODING = 4429
 
 
@@ -58,6 +59,12 @@ class Choose:
 
 
 @dataclass(frozen=True)
+class Vote:
+    choice_id: str
+    option: int
+
+
+@dataclass(frozen=True)
 class Say:
     text: str
 
@@ -67,7 +74,7 @@ class Ping:
     t: float
 
 
-ClientMessage = Input | Prompt | Choose | Say | Ping
+ClientMessage = Input | Prompt | Choose | Vote | Say | Ping
 
 
 def parse_client_message(text: str | None, data: bytes | None = None) -> ClientMessage:
@@ -121,13 +128,21 @@ def _prompt(body: dict) -> Prompt:
     return Prompt(seq=seq, text=_text(body, limit=MAX_PROMPT_CHARS))
 
 
-def _choose(body: dict) -> Choose:
+def _pick(body: dict) -> tuple[str, int]:
     choice_id, option = body.get("choice_id"), body.get("option")
     if not isinstance(choice_id, str) or not 0 < len(choice_id) <= 64:
         raise ProtocolError("bad_choice", "choice_id must be a short string.")
     if not isinstance(option, int) or isinstance(option, bool) or option not in (0, 1):
         raise ProtocolError("bad_choice", "option must be 0 or 1.")
-    return Choose(choice_id=choice_id, option=option)
+    return choice_id, option
+
+
+def _choose(body: dict) -> Choose:
+    return Choose(*_pick(body))
+
+
+def _vote(body: dict) -> Vote:
+    return Vote(*_pick(body))
 
 
 def _say(body: dict) -> Say:
@@ -145,6 +160,7 @@ _PARSERS: dict[str, Callable[[dict], ClientMessage]] = {
     "input": _input,
     "prompt": _prompt,
     "choose": _choose,
+    "vote": _vote,
     "say": _say,
     "ping": _ping,
 }

@@ -1,6 +1,10 @@
 """Reads for live play."""
 
-from django.db.models import QuerySet
+from datetime import UTC, datetime
+
+from django.core.cache import cache
+from django.db.models import Count, Q, QuerySet
+from django.urls import reverse
 
 from sessions.models import ACTIVE_STATUSES, PlaySession
 
@@ -11,9 +15,14 @@ def session_get(*, session_id) -> PlaySession:
 
 
 def session_get_for_player(*, session_id, user, session_key: str | None) -> PlaySession:
-    """The session if this caller is its player; another player's session is a 404, not a 403."""
+    """The session if this caller has (or had) a seat in it; another player's session is a
+    404, not a 403."""
     session = session_get(session_id=session_id)
-    if not session.is_played_by(user=user, session_key=session_key):
+    if user is not None and user.is_authenticated:
+        seated = session.seats.filter(user=user)
+    else:
+        seated = session.seats.filter(user=None, anon_key=session_key) if session_key else None
+    if seated is None or not seated.exists():
         raise PlaySession.DoesNotExist("Not this player's session")
     return session
 
@@ -29,3 +38,57 @@ def session_get_watchable(*, session_id) -> PlaySession:
 def session_list_live(*, public_only: bool = True) -> QuerySet[PlaySession]:
     qs = PlaySession.objects.filter(status__in=ACTIVE_STATUSES).select_related("world", "player")
     return qs.filter(is_public=True) if public_only else qs
+
+
+def viewers_key(session_id) -> str:
+    """Cache key of a session's spectator count (the watch consumers keep it)."""
+    return f"play:viewers:{session_id}"
+
+
+def live_listing() -> list[dict]:
+    """Public sessions running now, busiest first (players and viewers together), each with
+    what the Live page shows."""
+    sessions = list(
+        PlaySession.objects.filter(status__in=ACTIVE_STATUSES, is_public=True)
+        .select_related("world", "world_version")
+        .annotate(players=Count("seats", filter=Q(seats__left_at=None)))
+        .filter(players__gt=0)
+    )
+    viewers = cache.get_many([viewers_key(s.id) for s in sessions])
+    rows = []
+    for session in sessions:
+        watchers = max(0, int(viewers.get(viewers_key(session.id)) or 0))
+        joinable = session.is_shared and session.players < session.max_players
+        rows.append(
+            {
+                "id": session.id,
+                "world": {
+                    "slug": session.world.slug,
+                    "title": session.world_version.title,
+                    "category": session.world_version.category,
+                },
+                "players": session.players,
+                "max_players": session.max_players,
+                "viewers": watchers,
+                "joinable": joinable,
+                "thumbnail_url": reverse(
+                    "api-session-thumbnail", kwargs={"session_id": session.id}
+                ),
+                "watch_url": reverse("play-watch", kwargs={"session_id": session.id}),
+                "join_url": reverse("play-join", kwargs={"session_id": session.id})
+                if session.is_shared
+                else None,
+                "play_url": reverse("play-world", kwargs={"slug": session.world.slug})
+                if session.is_live_world
+                else None,
+                "started": session.started_at,
+                "started_at": session.started_at,  # the name SessionOutput uses
+            }
+        )
+    rows.sort(
+        key=lambda r: (-(r["players"] + r["viewers"]), -(r["started_at"] or _EPOCH).timestamp())
+    )
+    return rows
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

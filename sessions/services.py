@@ -3,6 +3,9 @@
 Placement lives in Redis (or in memory for the embedded default) behind
 `worker_client.get_placement()`; the catalog row here mirrors it. Every function is safe to
 call twice: ending an ended session or promoting an empty queue changes nothing.
+
+Everyone playing a session has a ``Seat`` (seats.py: join, leave, remove); the limits per
+player count seats, and a session ends when its last seat is left.
 """
 
 import logging
@@ -14,13 +17,12 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from inference.serving import messages
-from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession, SessionStatus
+from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession, Seat, SessionStatus
 from sessions.worker_client import get_placement, send_sync
-from worlds.models import World
+from worlds.models import Category, World
 from worlds.moderation import policy
 from worlds.selectors import world_get_playable
 from worlds.services import world_record_play
@@ -32,7 +34,7 @@ class SessionLimitReached(Exception):
     """The player (or their browser, or their IP) already runs as many sessions as allowed."""
 
 
-def _lock_players(*keys: str) -> None:
+def lock_players(*keys: str) -> None:
     """Serialise session creation per player key: two tabs posting at once would both pass the
     count below and exceed the limit. PostgreSQL advisory locks last until the transaction ends;
     SQLite (embedded default) already serialises writers."""
@@ -43,20 +45,50 @@ def _lock_players(*keys: str) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"play:{key}"])
 
 
-def _check_limits(
-    *, user: AbstractBaseUser | None, session_key: str, client_ip: str | None
+def check_limits(
+    *, user: AbstractBaseUser | None, session_key: str, client_ip: str | None, leaving: int = 0
 ) -> None:
-    active = PlaySession.objects.filter(status__in=ACTIVE_STATUSES)
+    """Raise SessionLimitReached when this player already sits in as many sessions as allowed
+    (every seat counts: their own sessions and the shared ones they joined). ``leaving``: seats
+    of theirs about to be left (they do not count)."""
+    seats = Seat.objects.filter(left_at=None, session__status__in=ACTIVE_STATUSES)
     if user is not None:
-        if active.filter(player=user).count() >= settings.SESSION_MAX_PER_USER:
+        if seats.filter(user=user).count() - leaving >= settings.SESSION_MAX_PER_USER:
             raise SessionLimitReached("You already have the most sessions running at once.")
         return
-    if active.filter(anon_key=session_key).count() >= settings.SESSION_MAX_ANON_PER_BROWSER:
+    if seats.filter(anon_key=session_key).count() - leaving >= (
+        settings.SESSION_MAX_ANON_PER_BROWSER
+    ):
         raise SessionLimitReached("This browser already has a session running. Sign in for more.")
-    if client_ip and active.filter(player=None, client_ip=client_ip).count() >= (
+    if client_ip and seats.filter(user=None, client_ip=client_ip).count() - leaving >= (
         settings.SESSION_MAX_ANON_PER_IP
     ):
         raise SessionLimitReached("Too many anonymous sessions from your network. Sign in to play.")
+
+
+def player_keys(*, user, session_key: str, client_ip: str | None) -> tuple[str, str]:
+    return (f"user:{user.pk}" if user else f"anon:{session_key}", f"ip:{client_ip}")
+
+
+def player_seats(*, user, session_key: str):
+    """This player's seats in running sessions."""
+    seats = Seat.objects.filter(left_at=None, session__status__in=ACTIVE_STATUSES)
+    return (
+        seats.filter(user=user)
+        if user is not None
+        else seats.filter(user=None, anon_key=session_key)
+    )
+
+
+def player_of(user: AbstractBaseUser | None, session_key: str) -> AbstractBaseUser | None:
+    """The signed-in player, or None for an anonymous one (who needs a browser session)."""
+    if user is not None and not user.is_authenticated:
+        user = None
+    if user is None and not session_key:
+        raise ValidationError({"detail": ["Anonymous play needs a browser session (cookies)."]})
+    if user is not None:
+        policy.ensure_not_suspended(user)  # UserSuspended (a PermissionDenied) says why, until when
+    return user
 
 
 def session_create(
@@ -66,36 +98,39 @@ def session_create(
     session_key: str,
     client_ip: str | None,
     is_public: bool = True,
+    shared: bool = False,
+    name: str | None = None,
 ) -> tuple[PlaySession, bool]:
     """Start (or return the running) session of this player in this world; -> (session, created).
 
     Raises World.DoesNotExist, ValidationError or SessionLimitReached. A player has at most one
-    running session per world: opening the play page again resumes it. Their sessions in other
-    worlds whose socket is gone end (``switched``): opening a world leaves the last one.
+    running session per world: opening the play page again resumes it. Their seats in other
+    worlds whose socket is gone are left (``switched``): opening a world leaves the last one.
+    A ``shared`` session seats up to the world's ``max_players`` (capped by
+    ``SESSION_MAX_PLAYERS``); a Live-category world always seats the player in its one public
+    shared session (``seats.live_world_join``).
     """
-    if user is not None and not user.is_authenticated:
-        user = None
-    if user is None and not session_key:
-        raise ValidationError({"detail": ["Anonymous play needs a browser session (cookies)."]})
-    if user is not None:
-        policy.ensure_not_suspended(user)  # UserSuspended (a PermissionDenied) says why, until when
+    from sessions import seats  # seats builds on these services
+
+    user = player_of(user, session_key)
     world = world_get_playable(slug=world_slug, viewer=user)
     if world.current_version_id is None:
         raise ValidationError({"world": ["This world has no published version to play yet."]})
-    mine = Q(player=user) if user is not None else Q(player=None, anon_key=session_key)
-    with transaction.atomic():
-        _lock_players(f"user:{user.pk}" if user else f"anon:{session_key}", f"ip:{client_ip}")
-        running = PlaySession.objects.filter(mine, world=world, status__in=ACTIVE_STATUSES).first()
-        if running is not None:
-            return running, False
-        # Opening another world leaves the last one: this player's sessions whose socket is
-        # gone end now instead of holding the limit until their reconnect grace runs out.
-        stale = PlaySession.objects.filter(mine, status__in=ACTIVE_STATUSES).exclude(
-            disconnected_at=None
+    if world.category == Category.LIVE:
+        return seats.live_world_join(
+            world=world, user=user, session_key=session_key, client_ip=client_ip, name=name
         )
-        ends = [_record_end(session=s, reason=EndReason.SWITCHED) for s in stale]
-        left = [s for s, ended in ends if ended]  # not one a concurrent request already ended
-        _check_limits(user=user, session_key=session_key, client_ip=client_ip)
+    seat_name = seats.seat_name(user=user, name=name, slot=0)
+    with transaction.atomic():
+        lock_players(*player_keys(user=user, session_key=session_key, client_ip=client_ip))
+        mine = player_seats(user=user, session_key=session_key)
+        running = mine.filter(session__world=world).select_related("session").first()
+        if running is not None:
+            return running.session, False
+        # Opening another world leaves the last one: this player's seats whose socket is gone
+        # are left now instead of holding the limit until their reconnect grace runs out.
+        stale = list(mine.exclude(disconnected_at=None).select_related("session"))
+        check_limits(user=user, session_key=session_key, client_ip=client_ip, leaving=len(stale))
         session = PlaySession.objects.create(
             world=world,
             world_version_id=world.current_version_id,
@@ -103,20 +138,40 @@ def session_create(
             anon_key="" if user else session_key,
             client_ip=client_ip,
             is_public=is_public,
+            is_shared=shared,
+            max_players=max_players_for(world) if shared else 1,
             # No socket yet: a player who never connects is reaped after the reconnect grace.
             disconnected_at=timezone.now(),
         )
-    for stale in left:
-        _after_end(session=stale, reason=EndReason.SWITCHED)
+        Seat.objects.create(
+            session=session,
+            slot=0,
+            name=seat_name,
+            user=user,
+            anon_key="" if user else session_key,
+            client_ip=client_ip,
+            disconnected_at=timezone.now(),
+        )
+    for seat in stale:
+        seats.seat_leave(seat=seat, reason=EndReason.SWITCHED)
     # Placement is in Redis, outside the transaction: reserve only once the row exists.
-    session = _place(session)
+    session = place(session)
     world_record_play(world=world)
     return session, True
 
 
-def _place(session: PlaySession) -> PlaySession:
+def max_players_for(world: World) -> int:
+    return max(1, min(world.max_players, settings.SESSION_MAX_PLAYERS))
+
+
+def active_seat_count(session: PlaySession) -> int:
+    return session.seats.filter(left_at=None).count()
+
+
+def place(session: PlaySession) -> PlaySession:
+    """Reserve a worker with room for every seated player, or queue the session."""
     placement = get_placement()
-    worker = placement.reserve_slot(str(session.id))
+    worker = placement.reserve_slot(str(session.id), seats=max(1, active_seat_count(session)))
     if worker is None:
         placement.enqueue(str(session.id))
         return session
@@ -147,7 +202,7 @@ def session_ensure_placed(*, session: PlaySession) -> tuple[str | None, bool]:
         # Failover owns it: reserving here too would place it on two workers.
         session_set_state(session_id=session.pk, state=SessionStatus.RESUMING)
         return None, False
-    worker = placement.reserve_slot(sid)
+    worker = placement.reserve_slot(sid, seats=max(1, active_seat_count(session)))
     if worker is None:
         PlaySession.objects.filter(pk=session.pk, status__in=ACTIVE_STATUSES).update(
             status=SessionStatus.QUEUED, worker_name=""
@@ -182,7 +237,7 @@ def queue_promote() -> list[PlaySession]:
         session = PlaySession.objects.filter(pk=head, status=SessionStatus.QUEUED).first()
         if session is None:
             continue  # ended while it waited
-        worker = placement.reserve_slot(head)
+        worker = placement.reserve_slot(head, seats=max(1, active_seat_count(session)))
         if worker is None:
             # Another web process took the last slot between the count and the reservation:
             # the session goes back to the head of the queue, its place kept.
@@ -195,6 +250,7 @@ def queue_promote() -> list[PlaySession]:
 
 
 def _free_slots(placement) -> int:
+    """Free seats on live workers (a queued session may need more than one: reserving says)."""
     free = sum(
         max(0, w["capacity"] - w["load"]) for w in placement.live_workers() if not w["draining"]
     )
@@ -262,6 +318,9 @@ def _record_end(
         session.end_reason = str(reason)[:200]
         session.frames_generated = max(session.frames_generated, _frames_of(session))
         session.save(update_fields=["status", "ended_at", "end_reason", "frames_generated"])
+        session.seats.filter(left_at=None).update(
+            left_at=session.ended_at, left_reason=session.end_reason
+        )
     return session, True
 
 
@@ -288,65 +347,61 @@ def session_set_state(*, session_id, state: str, worker: str | None = None) -> N
     ).update(**fields)
 
 
-def session_attached(*, session: PlaySession, channel: str = "") -> None:
-    """The player's socket is (back) on: the reconnect grace stops."""
-    PlaySession.objects.filter(pk=session.pk).update(disconnected_at=None, player_channel=channel)
-
-
-def session_detached(*, session: PlaySession, channel: str = "") -> bool:
-    """The player's socket closed; -> False when a newer socket of theirs is already attached."""
-    detached = PlaySession.objects.filter(
-        pk=session.pk, status__in=ACTIVE_STATUSES, player_channel=channel
-    ).update(disconnected_at=timezone.now())
-    if detached and session.worker_name:
-        send_sync(session.worker_name, messages.Detach(session_id=str(session.id)))
-    return bool(detached)
-
-
-def session_touch_input(*, session_id, at: datetime) -> None:
+def session_touch_input(*, session_id, at: datetime, slot: int = 0) -> None:
     PlaySession.objects.filter(pk=session_id).update(last_input_at=at)
+    Seat.objects.filter(session_id=session_id, slot=slot, left_at=None).update(last_input_at=at)
 
 
 def session_record_viewers(*, session_id, viewers: int) -> None:
     PlaySession.objects.filter(pk=session_id, peak_viewers__lt=viewers).update(peak_viewers=viewers)
 
 
-def session_end_if_abandoned(*, session_id, now: datetime | None = None) -> bool:
-    """End the session if its player has been gone for the whole reconnect grace."""
-    now = now or timezone.now()
-    grace = timedelta(seconds=settings.SESSION_RECONNECT_GRACE_SECONDS)
-    session = PlaySession.objects.filter(
-        pk=session_id, status__in=ACTIVE_STATUSES, disconnected_at__lte=now - grace
-    ).first()
-    if session is None:
+def session_too_long(*, session: PlaySession, now: datetime) -> bool:
+    """Past the maximum length (a Live world's always-on session has none: its players do)."""
+    if session.status == SessionStatus.QUEUED or session.started_at is None:
         return False
-    session_end(session=session, reason=EndReason.ABANDONED)
-    return True
+    limit = timedelta(seconds=settings.SESSION_MAX_SECONDS)
+    return not session.is_live_world and now - session.started_at >= limit
 
 
-def session_expiry_reason(*, session: PlaySession, now: datetime, last_input: datetime | None):
-    """Why this running session must end now (idle, too long), or None."""
+def seat_expiry_reason(*, seat: Seat, now: datetime, last_input: datetime | None):
+    """Why this player must leave their seat now (idle, too long), or None."""
+    session = seat.session
     if session.status == SessionStatus.QUEUED or session.started_at is None:
         return None
-    if now - session.started_at >= timedelta(seconds=settings.SESSION_MAX_SECONDS):
+    if session_too_long(session=session, now=now) or (
+        session.is_live_world
+        and now - seat.joined_at >= timedelta(seconds=settings.SESSION_MAX_SECONDS)
+    ):
         return EndReason.MAX_LENGTH
-    last = max(filter(None, [last_input, session.last_input_at, session.started_at]))
+    started = max(session.started_at, seat.joined_at)
+    last = max(filter(None, [last_input, seat.last_input_at, started]))
     if now - last >= timedelta(seconds=settings.SESSION_IDLE_SECONDS):
         return EndReason.IDLE
     return None
 
 
 def sessions_reap(*, now: datetime | None = None) -> list[PlaySession]:
-    """End every session that is idle, too long, or abandoned past the grace; -> those ended."""
+    """Unseat every player who is idle, too long, or gone past the grace (a session ends with
+    its last seat) and end sessions past their length; -> the sessions that ended."""
+    from sessions import seats
+
     now = now or timezone.now()
     grace = timedelta(seconds=settings.SESSION_RECONNECT_GRACE_SECONDS)
     ended = []
     for session in PlaySession.objects.filter(status__in=ACTIVE_STATUSES):
-        reason = session_expiry_reason(session=session, now=now, last_input=None)
-        if reason is None and session.disconnected_at and now - session.disconnected_at >= grace:
-            reason = EndReason.ABANDONED
-        if reason is not None:
-            ended.append(session_end(session=session, reason=reason))
+        if session_too_long(session=session, now=now):
+            ended.append(session_end(session=session, reason=EndReason.MAX_LENGTH))
+            continue
+        for seat in session.seats.filter(left_at=None).select_related("session"):
+            reason = seat_expiry_reason(seat=seat, now=now, last_input=None)
+            if reason is None and seat.disconnected_at and now - seat.disconnected_at >= grace:
+                reason = EndReason.ABANDONED
+            if reason is not None:
+                seats.seat_leave(seat=seat, reason=reason)
+        if not session.seats.filter(left_at=None).exists():
+            # Every seat left (or none was ever taken): the session goes with them.
+            ended.append(session_end(session=session, reason=EndReason.ABANDONED))
     queue_promote()
     return ended
 
@@ -360,10 +415,15 @@ def session_end_for_world(*, world: World, reason: str, message: str | None = No
 
 
 def session_end_for_player(*, user, reason: str, message: str | None = None) -> int:
-    """End every running session of a player (they were suspended)."""
+    """End every running session a player created, and unseat them from everyone else's
+    (they were suspended)."""
+    from sessions import seats
+
     sessions = list(PlaySession.objects.filter(player=user, status__in=ACTIVE_STATUSES))
     for session in sessions:
         session_end(session=session, reason=reason, message=message)
+    for seat in player_seats(user=user, session_key="").select_related("session"):
+        seats.seat_remove(seat=seat, reason=message or reason)
     return len(sessions)
 
 

@@ -2,10 +2,16 @@
 
 from celery import shared_task
 
-from sessions import services
+from sessions import services, world_store
 
 
 @shared_task
 def reap_sessions() -> int:
     """Periodic: idle, too long, or abandoned sessions (a grace timer dies with its web process)."""
     return len(services.sessions_reap())
+
+
+@shared_task
+def forget_stale_live_worlds() -> int:
+    """Daily: kept Live worlds whose last session ended LIVE_WORLD_KEEP_DAYS ago."""
+    return world_store.forget_stale()

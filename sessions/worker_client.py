@@ -15,7 +15,8 @@ from django.conf import settings
 
 from inference.serving import messages
 from inference.serving.placement import InMemoryPlacement, Placement, RedisPlacement
-from sessions.models import PlaySession
+from sessions import world_store
+from sessions.models import PlaySession, Seat
 from worlds.moderation import policy
 
 log = logging.getLogger(__name__)
@@ -35,10 +36,16 @@ def get_placement() -> Placement:
         return _placements[key]
 
 
-def attach_message(session: PlaySession, *, restore: bool) -> messages.Attach:
-    """What a worker needs to build (or restore) this session's world: its pinned version."""
+def attach_message(
+    session: PlaySession, *, restore: bool, seat: Seat | None = None
+) -> messages.Attach:
+    """What a worker needs to build (or restore) this session's world: its pinned version,
+    and the player whose socket sends it (their seat: avatar and camera)."""
     version = session.world_version
     return messages.Attach(
+        slot=seat.slot if seat is not None else -1,
+        name=seat.name if seat is not None else "",
+        persist_key=world_store.key_for(session) if session.is_live_world else "",
         session_id=str(session.id),
         prompt=version.prompt,
         seed=version.seed,

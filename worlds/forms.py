@@ -2,7 +2,7 @@ from django import forms
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from worlds.models import Category, World
+from worlds.models import MAX_PLAYERS, Category, World
 
 VISIBILITY_CHOICES = [
     ("draft", "Draft — only you can see it"),
@@ -46,6 +46,14 @@ class WorldForm(forms.Form):
         help_text="Characters: things they might say, one per line (up to 8). The language "
         "model takes its voice from these.",
         widget=forms.Textarea(attrs={"rows": 4}),
+    )
+    max_players = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_PLAYERS,
+        initial=8,
+        required=False,
+        label="Players at most",
+        help_text="How many people can play one shared session of this world together.",
     )
     cover = forms.FileField(
         required=False,

@@ -3,8 +3,12 @@
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
+
+# The most players a world's creator may allow in one shared session (a server may cap lower).
+MAX_PLAYERS = 16
 
 
 class Category(models.TextChoices):
@@ -37,6 +41,10 @@ class World(models.Model):
     character_greeting = models.CharField(max_length=300, blank=True)
     # Lines the character might say, one per line: the language model's examples of its voice.
     character_examples = models.TextField(max_length=1500, blank=True)
+    # Players one shared session seats at most (the server caps it: SESSION_MAX_PLAYERS).
+    max_players = models.PositiveSmallIntegerField(
+        default=8, validators=[MinValueValidator(1), MaxValueValidator(MAX_PLAYERS)]
+    )
     cover = models.ImageField(upload_to="covers/%Y/%m/", blank=True)
     # True when the cover is a frame the world model rendered (replaced when the spec changes),
     # False when the creator uploaded it (never touched by the renderer).

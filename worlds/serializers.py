@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from worlds.models import Category, World
+from worlds.models import MAX_PLAYERS, Category, World
 
 User = get_user_model()
 
@@ -45,6 +45,7 @@ class WorldOutputSerializer(serializers.ModelSerializer):
             "character_persona",
             "character_greeting",
             "character_examples",
+            "max_players",
             "cover_url",
             "status",
             "creator",
@@ -83,6 +84,12 @@ class WorldInputSerializer(serializers.Serializer):
         required=False,
         allow_blank=True,
         help_text="Characters: example lines in their voice, one per line (up to 8).",
+    )
+    max_players = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_PLAYERS,
+        required=False,
+        help_text="Players one shared session seats at most (the server may cap it lower).",
     )
     cover = serializers.FileField(required=False, help_text="JPEG, PNG or WebP; ≤5 MB, ≤4096²")
     publish = serializers.BooleanField(

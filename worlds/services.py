@@ -20,7 +20,7 @@ from worlds.covers import cover_clean
 from worlds.models import SPEC_FIELDS, Category, Like, Play, World, WorldStatus, WorldVersion
 from worlds.moderation import policy
 
-EDITABLE_FIELDS = (*SPEC_FIELDS, "description")
+EDITABLE_FIELDS = (*SPEC_FIELDS, "description", "max_players")
 
 # Trending: a play counts 1 and a like 3, each halving in weight every TRENDING_HALF_LIFE.
 TRENDING_WINDOW = timedelta(days=7)
@@ -86,6 +86,8 @@ def _clean_text(fields: dict) -> dict:
             continue
         value = fields[name]
         cleaned[name] = value.strip() if isinstance(value, str) else value
+    if cleaned.get("max_players") in (None, ""):
+        cleaned.pop("max_players", None)  # left blank: the default (or what it was)
     return cleaned
 
 

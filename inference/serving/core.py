@@ -1,6 +1,8 @@
 """The batching loop of one worker: plan → step → outputs, returned to its caller.
 
-``EngineCore`` holds the engine and every session attached to the worker. The worker (its
+``EngineCore`` holds the engine and every session attached to the worker; what it schedules,
+steps and paces are cameras (``session.Camera``: one per seated player, so a shared session
+of four players is four cameras on one world). The worker (its
 client, as vLLM's EngineCore client drives the core) calls it from two loops and sends what it
 returns; nothing here touches a channel layer, placement or the event loop:
 
@@ -8,10 +10,13 @@ returns; nothing here touches a channel layer, placement or the event loop:
   consumes; ``execute(batch)`` runs text events, one batched ``engine.step`` and JPEG encoding
   on the engine thread; ``collect(batch, result, now)`` buffers the frames and returns the
   answers that go out now (frames, event results, sessions that failed);
-- the pacer: ``pace(now)`` returns, every tick, each live session's next buffered frame.
+- the pacer: ``pace(now)`` returns, every tick, each live camera's next buffered frame.
 
-The world calls (``create_world``, ``restore_world``, ``snapshot_world``, ``drop_world``,
-``apply_and_describe``) run on the engine thread too: the engine is used by one thread only.
+A text event from any player changes the one world: it is applied near the sender, answered to
+everyone with who sent it, and every other camera of that world is cut so its next frame shows
+the change too. The world calls (``create_world``, ``add_camera``, ``restore_world``,
+``snapshot_world``, ``drop_world``, ``apply_and_describe``) run on the engine thread too: the
+engine is used by one thread only.
 """
 
 import logging
@@ -25,8 +30,9 @@ from inference.serving import snapshot
 from inference.serving.frames import FLAG_RESTORED, encode_frame
 from inference.serving.messages import Event
 from inference.serving.scheduler import ChunkController, StepPlan, plan_step
-from inference.serving.session import LiveSession, SessionStatus
-from inference.world.engine import PromptError, WorldEngine
+from inference.serving.session import Camera, LiveSession, SessionStatus
+from inference.world.engine import PromptError, UnsupportedEvent, WorldEngine
+from inference.world.spec import EVENT_SUGGESTIONS
 
 log = logging.getLogger(__name__)
 
@@ -36,32 +42,32 @@ class Batch:
     """One planned step and the inputs it takes (events leave their sessions' queues)."""
 
     plan: StepPlan
-    by_player: dict[str, LiveSession]
-    events: dict[str, list[tuple[int, str]]]  # session id -> (seq, text) applied before stepping
-    answers_to: set[str]  # sessions whose keys changed or that had an event
+    by_player: dict[str, Camera]
+    events: dict[str, list[tuple[int, str]]]  # player id -> (seq, text) applied before stepping
+    answers_to: set[str]  # cameras (player ids) whose keys changed or that sent an event
 
 
 @dataclass
 class StepResult:
     """What the engine thread made: event answers, JPEG frames per player, failed sessions."""
 
-    answers: list[tuple[str, int, str, str | None]]  # (session id, seq, status, reason)
+    answers: list[tuple[str, int, str, str | None, str]]  # (player id, seq, status, reason, text)
     frames: dict[str, list[bytes]]
-    failed: list[str]
+    failed: list[str]  # session ids
 
 
 @dataclass
 class StepOutputs:
     """What the worker sends after a step: frames due now, event answers; sessions to end."""
 
-    frames: list[tuple[str, bytes]] = field(default_factory=list)  # (session id, frame)
-    events: list[tuple[str, Event]] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
+    frames: list[tuple[Camera, bytes]] = field(default_factory=list)
+    events: list[tuple[str, Event]] = field(default_factory=list)  # (session id, answer)
+    failed: list[str] = field(default_factory=list)  # session ids
 
 
 @dataclass
 class PaceOutputs:
-    frames: list[tuple[str, bytes]]  # (session id, frame) to send this tick
+    frames: list[tuple[Camera, bytes]]  # (camera, frame) to send this tick
     refill: bool  # a live buffer is low: wake the producer
 
 
@@ -95,13 +101,29 @@ class EngineCore:
         self._window_frames: dict[str, int] = {}
         self._last_observe: float | None = None
 
-    def live(self) -> list[LiveSession]:
-        return [s for s in self.sessions.values() if s.status is SessionStatus.LIVE]
+    def live(self) -> list[Camera]:
+        """Every live camera of every live session."""
+        return [
+            camera
+            for s in self.sessions.values()
+            if s.status is SessionStatus.LIVE
+            for camera in s.live_cameras()
+        ]
+
+    def cameras(self) -> int:
+        """Seated players (cameras) held here: what a worker's capacity counts."""
+        return sum(len(s.cameras) for s in self.sessions.values())
 
     def go_live(self, session: LiveSession, now: float) -> None:
         session.status = SessionStatus.LIVE
-        session.stepped_keys = None  # the first step is a cut: fresh frames at once
-        session.live_since = session.due = now
+        for camera in session.cameras.values():
+            if camera.status is not SessionStatus.PAUSED:
+                self.camera_live(camera, now)
+
+    def camera_live(self, camera: Camera, now: float) -> None:
+        camera.status = SessionStatus.LIVE
+        camera.stepped_keys = None  # the first step is a cut: fresh frames at once
+        camera.live_since = camera.due = now
 
     def cover(self) -> int:
         """Frames a session shows while one step runs: the low-water mark of its buffer."""
@@ -123,37 +145,41 @@ class EngineCore:
         )
         if not plan.stepping:
             return None
+        cameras = {c.player_id: c for c in self.live()}
         by_player, events, answers_to = {}, {}, set()
-        for session_id in plan.stepping:
-            session = self.sessions[session_id]
-            by_player[session.player_id] = session
-            if session.events or session.keys != session.stepped_keys:
-                session.held_frames = 0
-                answers_to.add(session_id)
-            session.held_frames += plan.chunk[session.player_id]
-            session.stepped_keys = session.keys
-            session.state_seq = max(session.state_seq, session.keys_seq)
-            if session.events:
-                events[session_id] = list(session.events)
-                session.events.clear()
+        for player_id in plan.stepping:
+            camera = cameras[player_id]
+            by_player[player_id] = camera
+            if camera.events or camera.keys != camera.stepped_keys:
+                camera.held_frames = 0
+                answers_to.add(player_id)
+            camera.held_frames += plan.chunk[player_id]
+            camera.stepped_keys = camera.keys
+            camera.state_seq = max(camera.state_seq, camera.keys_seq)
+            if camera.events:
+                events[player_id] = list(camera.events)
+                camera.events.clear()
         return Batch(plan=plan, by_player=by_player, events=events, answers_to=answers_to)
 
     def execute(self, batch: Batch) -> StepResult:
         """Engine thread: text events, one batched step, JPEG. A failing session is isolated."""
         plan = batch.plan
         answers = []
-        for session_id, items in batch.events.items():
-            session = self.sessions.get(session_id)
+        for player_id, items in batch.events.items():
+            camera = batch.by_player[player_id]
+            session = self.sessions.get(camera.session_id)
             world_id = session.world_id if session is not None else ""
             for seq, text in items:
                 try:
-                    self.engine.apply_event(world_id, text)
-                    answers.append((session_id, seq, "applied", None))
+                    self.engine.apply_event(world_id, text, near=player_id)
+                    answers.append((player_id, seq, "applied", None, text))
+                except UnsupportedEvent as exc:
+                    answers.append((player_id, seq, "unsupported", str(exc), text))
                 except PromptError as exc:
-                    answers.append((session_id, seq, "rejected", str(exc) or "rejected"))
+                    answers.append((player_id, seq, "rejected", str(exc) or "rejected", text))
                 except Exception:
-                    log.exception("event failed in %s", session_id)
-                    answers.append((session_id, seq, "rejected", "could not apply"))
+                    log.exception("event failed in %s", camera.session_id)
+                    answers.append((player_id, seq, "rejected", "could not apply", text))
         failed = []
         try:
             out = self.engine.step(plan.keys, plan.chunk)
@@ -169,6 +195,7 @@ class EngineCore:
                 except Exception:
                     log.exception("step failed for player %s", player_id)
                     failed.append(batch.by_player[player_id].session_id)
+        failed = list(dict.fromkeys(failed))
         frames = {}
         for player_id, video in out.items():
             if player_id not in batch.by_player:
@@ -185,51 +212,62 @@ class EngineCore:
         self._step_s += 0.2 * (took - self._step_s)  # for the low-water mark
         self._frame_s += 0.2 * (took / max(1, batch.plan.frames) - self._frame_s)
         outputs = StepOutputs(failed=[s for s in result.failed if s in self.sessions])
-        for session_id, seq, status, _ in result.answers:
-            if status == "applied" and session_id in self.sessions:
-                session = self.sessions[session_id]
-                session.state_seq = max(session.state_seq, seq)
+        for player_id, seq, status, reason, text in result.answers:
+            camera = batch.by_player[player_id]
+            if status == "applied":
+                camera.state_seq = max(camera.state_seq, seq)
+                session = self.sessions.get(camera.session_id)
+                for other in session.cameras.values() if session else ():
+                    if other is not camera:
+                        other.stepped_keys = None  # one world: everyone's next frame shows it
+            suggest = EVENT_SUGGESTIONS[:4] if status == "unsupported" else ()
+            answer = Event(
+                seq, status, reason, by=camera.name, slot=camera.slot, suggest=suggest, text=text
+            )
+            outputs.events.append((camera.session_id, answer))
         for player_id, jpegs in result.frames.items():
-            session = batch.by_player[player_id]
-            if self.sessions.get(session.session_id) is not session:
-                continue  # ended or moved while it stepped
+            camera = batch.by_player[player_id]
+            session = self.sessions.get(camera.session_id)
+            if session is None or session.cameras.get(camera.slot) is not camera:
+                continue  # ended, moved or unseated while it stepped
             # An answer to new keys goes out now; so does a refill the pacer already missed.
-            overdue = not session.buffered and now >= session.due - 0.25 / self.fps
-            answer = session.session_id in batch.answers_to or overdue
-            if session.session_id in batch.plan.cut:
+            overdue = not camera.buffered and now >= camera.due - 0.25 / self.fps
+            answer = player_id in batch.answers_to or overdue
+            if player_id in batch.plan.cut:
                 # The frames made for the old keys give way: the answer is the next frame.
-                session.frames_discarded += len(session.buffered)
-                session.buffered.clear()
+                camera.frames_discarded += len(camera.buffered)
+                camera.buffered.clear()
             # Everything applied to the world so far shows in these frames.
-            seq = session.state_seq
+            seq = camera.state_seq
             keys = batch.plan.keys[player_id]
-            session.buffered.extend((jpeg, seq, keys) for jpeg in jpegs)
-            if answer and session.status is SessionStatus.LIVE:
-                session.due = now + 1.0 / self.fps
-                outputs.frames.append((session.session_id, self.next_frame(session)))
-        outputs.events = [
-            (session_id, Event(seq=seq, status=status, reason=reason))
-            for session_id, seq, status, reason in result.answers
-        ]
+            camera.buffered.extend((jpeg, seq, keys) for jpeg in jpegs)
+            if answer and camera.status is SessionStatus.LIVE:
+                camera.due = now + 1.0 / self.fps
+                outputs.frames.append((camera, self.next_frame(camera)))
         return outputs
 
-    def next_frame(self, session: LiveSession) -> bytes:
-        """Take the session's next buffered frame and give it its header."""
-        jpeg, seq, keys = session.buffered.popleft()
-        if keys == session.keys:
-            seq = max(seq, session.keys_seq)  # a re-sent key set is what these frames show
-        session.applied_seq = max(session.applied_seq, seq)
-        flags = FLAG_RESTORED if session.restored else 0
-        session.restored = False
-        data = encode_frame(session.frame_no, session.applied_seq, jpeg, flags)
-        session.frame_no += 1
+    def next_frame(self, camera: Camera) -> bytes:
+        """Take the camera's next buffered frame and give it its header (seq: this player's)."""
+        jpeg, seq, keys = camera.buffered.popleft()
+        if keys == camera.keys:
+            seq = max(seq, camera.keys_seq)  # a re-sent key set is what these frames show
+        camera.applied_seq = max(camera.applied_seq, seq)
+        flags = FLAG_RESTORED if camera.restored else 0
+        camera.restored = False
+        camera.last_jpeg = jpeg
+        data = encode_frame(camera.frame_no, camera.applied_seq, jpeg, flags)
+        camera.frame_no += 1
         self.frames_sent += 1
-        self._window_frames[session.session_id] = self._window_frames.get(session.session_id, 0) + 1
+        self._window_frames[camera.player_id] = self._window_frames.get(camera.player_id, 0) + 1
         return data
 
     def snapshots_due(self, every_s: float) -> list[LiveSession]:
         now = time.monotonic()
-        due = [s for s in self.live() if now - s.last_snapshot >= every_s]
+        due = [
+            s
+            for s in self.sessions.values()
+            if s.status is SessionStatus.LIVE and now - s.last_snapshot >= every_s
+        ]
         # Two per round at most: a burst of snapshots would stall one tick for everyone.
         return sorted(due, key=lambda s: s.last_snapshot)[:2]
 
@@ -241,16 +279,17 @@ class EngineCore:
             self._window_start = self._last_observe = now
         starved = False
         frames = []
-        for session in list(self.sessions.values()):
-            if session.status is not SessionStatus.LIVE or now < session.due - period / 4:
+        live = self.live()
+        for camera in live:
+            if now < camera.due - period / 4:
                 continue
-            if not session.buffered:
-                starved |= now - session.live_since > 1.0
+            if not camera.buffered:
+                starved |= now - camera.live_since > 1.0
                 continue
-            session.due = now + period * 0.75
-            frames.append((session.session_id, self.next_frame(session)))
+            camera.due = now + period * 0.75
+            frames.append((camera, self.next_frame(camera)))
         cover = self.cover()
-        refill = any(len(s.buffered) <= cover for s in self.live())
+        refill = any(len(c.buffered) <= cover for c in live)
         busy, self._busy_s = self._busy_s, 0.0
         self.controller.observe(
             busy_s=busy, period_s=max(now - self._last_observe, 1e-3), late=starved
@@ -262,27 +301,53 @@ class EngineCore:
         return PaceOutputs(frames=frames, refill=refill)
 
     def _measure_fps(self, elapsed: float) -> None:
-        self.session_fps = {
-            sid: n / elapsed for sid, n in self._window_frames.items() if sid in self.sessions
-        }
+        """Frames per second of each live camera; a session's is the mean of its players'."""
         live = self.live()
-        self.achieved_fps = (
-            sum(self.session_fps.get(s.session_id, 0.0) for s in live) / len(live) if live else 0.0
-        )
+        fps = {c.player_id: self._window_frames.get(c.player_id, 0) / elapsed for c in live}
+        by_session: dict[str, list[float]] = {}
+        for camera in live:
+            by_session.setdefault(camera.session_id, []).append(fps[camera.player_id])
+        self.session_fps = {sid: sum(v) / len(v) for sid, v in by_session.items()}
+        self.achieved_fps = sum(fps.values()) / len(fps) if fps else 0.0
 
     # --- world calls (engine thread) -------------------------------------------------------
-    def create_world(self, session: LiveSession) -> None:
-        session.world_id = self.engine.create_world(prompt=session.prompt, seed=session.seed)
-        session.player_id = self.engine.add_player(session.world_id)
+    def create_world(self, session: LiveSession, kept: bytes | None = None) -> None:
+        """A new world from the session's prompt, or (a Live world) the one kept from its
+        last session, without the players who were in it then."""
+        if kept is not None:
+            session.world_id = self.engine.restore(kept)
+            for player_id in self.engine.players(session.world_id):
+                self.engine.remove_player(player_id)
+        else:
+            session.world_id = self.engine.create_world(prompt=session.prompt, seed=session.seed)
+        for camera in session.cameras.values():
+            self.add_camera(session, camera)
+
+    def add_camera(self, session: LiveSession, camera: Camera) -> None:
+        """Give a seated player their avatar (at their slot's spawn point)."""
+        if session.world_id and not camera.player_id:
+            camera.player_id = self.engine.add_player(session.world_id, slot=camera.slot)
+
+    def remove_camera(self, session: LiveSession, camera: Camera) -> None:
+        if session.world_id and camera.player_id:
+            self.engine.remove_player(camera.player_id)
+        camera.player_id = ""
 
     def restore_world(self, session: LiveSession, meta: dict, world: bytes) -> None:
         session.world_id = self.engine.restore(world)
-        players = self.engine.players(session.world_id)
-        player_id = meta.get("player_id")
-        session.player_id = (
-            player_id if player_id in players else self.engine.add_player(session.world_id)
-        )
         snapshot.apply_meta(session, meta)
+        players = set(self.engine.players(session.world_id))
+        for camera in session.cameras.values():
+            if camera.player_id not in players:
+                camera.player_id = ""
+                self.add_camera(session, camera)
+        seated = {c.player_id for c in session.cameras.values()}
+        for player_id in players - seated:
+            self.engine.remove_player(player_id)  # left between the snapshot and the failover
+
+    def keep_world(self, session: LiveSession) -> bytes | None:
+        """The world as it is now, for the next session of a Live world."""
+        return self.engine.snapshot(session.world_id) if session.world_id else None
 
     def snapshot_world(self, session: LiveSession) -> bytes | None:
         if not session.world_id:

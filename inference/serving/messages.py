@@ -17,6 +17,7 @@ Three directions, three sections:
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
@@ -24,6 +25,12 @@ from typing import Any, ClassVar
 def session_group(session_id) -> str:
     """Channel-layer group every consumer of one session joins; the worker sends to it."""
     return f"session.{session_id}"
+
+
+def camera_group(session_id, slot: int) -> str:
+    """The frames of one seated player's camera: their socket joins it, and the spectators
+    join the lowest seated slot's."""
+    return f"session.{session_id}.p{int(slot)}"
 
 
 def worker_channel(name: str) -> str:
@@ -57,6 +64,11 @@ def _opt_str(value) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _slot(value, default: int = 0) -> int:
+    slot = _int(value, default)
+    return slot if -1 <= slot < MAX_SLOTS else default
+
+
 def _strs(value) -> tuple[str, ...]:
     return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list | tuple) else ()
 
@@ -64,6 +76,7 @@ def _strs(value) -> tuple[str, ...]:
 # --- web → worker ---------------------------------------------------------------------------
 
 MAX_SAY_CHARS = 500  # a player's line to the character; the web side refuses longer ones first
+MAX_SLOTS = 64  # seat slots a message may name (the web side seats far fewer)
 
 
 @dataclass(frozen=True)
@@ -90,7 +103,10 @@ class Attach(Message):
     """Hold this session: build its world (or restore its snapshot) and stream its frames.
 
     The narrative fields come from the pinned world version and matter only for the
-    ``stories`` / ``characters`` categories. Sent again on a reconnect: the worker resumes it."""
+    ``stories`` / ``characters`` categories. Each seated player's socket sends it with its
+    ``slot`` and ``name`` (slot -1: only the session, as failover sends it): the worker seats
+    that player's avatar and camera, or resumes them on a reconnect. ``persist_key``: a Live
+    world's place in the world store (it starts from the kept world and is kept at its end)."""
 
     TYPE = "session.attach"
     session_id: str
@@ -101,6 +117,9 @@ class Attach(Message):
     category: str = ""
     story_opening: str = ""
     character: CharacterCard | None = None
+    slot: int = -1
+    name: str = ""
+    persist_key: str = ""
 
     @classmethod
     def from_message(cls, body: dict) -> Attach:
@@ -113,6 +132,9 @@ class Attach(Message):
             category=_str(body.get("category")),
             story_opening=_str(body.get("story_opening")),
             character=CharacterCard.from_message(body.get("character")),
+            slot=_slot(body.get("slot"), default=-1),
+            name=_str(body.get("name"))[:40],
+            persist_key=_str(body.get("persist_key")),
         )
 
 
@@ -124,14 +146,20 @@ class Input(Message):
     session_id: str
     seq: int
     keys: tuple[str, ...]
+    slot: int = 0  # whose camera
 
     def to_message(self) -> dict[str, Any]:
         return {"type": self.TYPE, "session_id": self.session_id, "seq": self.seq,
-                "keys": list(self.keys)}  # fmt: skip
+                "keys": list(self.keys), "slot": self.slot}  # fmt: skip
 
     @classmethod
     def from_message(cls, body: dict) -> Input:
-        return cls(_str(body.get("session_id")), _int(body.get("seq")), _strs(body.get("keys")))
+        return cls(
+            _str(body.get("session_id")),
+            _int(body.get("seq")),
+            _strs(body.get("keys")),
+            _slot(body.get("slot")),
+        )
 
 
 @dataclass(frozen=True)
@@ -142,28 +170,60 @@ class Prompt(Message):
     session_id: str
     seq: int
     text: str | None
+    slot: int = 0  # who sent it (the event happens around their avatar)
 
     @classmethod
     def from_message(cls, body: dict) -> Prompt:
-        return cls(_str(body.get("session_id")), _int(body.get("seq")), _opt_str(body.get("text")))
+        return cls(
+            _str(body.get("session_id")),
+            _int(body.get("seq")),
+            _opt_str(body.get("text")),
+            _slot(body.get("slot")),
+        )
 
 
 @dataclass(frozen=True)
 class Choose(Message):
-    """A story pick (story worlds only)."""
+    """A seated player's vote on the story pair (story worlds only; alone, it is the pick)."""
 
     TYPE = "session.choose"
     session_id: str
     choice_id: str
     option: int
+    slot: int = 0
 
     @classmethod
     def from_message(cls, body: dict) -> Choose:
-        option = body.get("option")
         return cls(
             _str(body.get("session_id")),
             _str(body.get("choice_id")),
-            option if option in (0, 1) and not isinstance(option, bool) else -1,
+            _option(body.get("option")),
+            _slot(body.get("slot")),
+        )
+
+
+def _option(value) -> int:
+    return value if value in (0, 1) and not isinstance(value, bool) else -1
+
+
+@dataclass(frozen=True)
+class Vote(Message):
+    """A spectator's vote on the story pair: counted apart, as the audience (``voter``: who,
+    so a second vote replaces the first)."""
+
+    TYPE = "session.vote"
+    session_id: str
+    voter: str
+    choice_id: str
+    option: int
+
+    @classmethod
+    def from_message(cls, body: dict) -> Vote:
+        return cls(
+            _str(body.get("session_id")),
+            _str(body.get("voter"))[:100],
+            _str(body.get("choice_id")),
+            _option(body.get("option")),
         )
 
 
@@ -174,22 +234,40 @@ class Say(Message):
     TYPE = "session.say"
     session_id: str
     text: str | None
+    slot: int = 0
 
     @classmethod
     def from_message(cls, body: dict) -> Say:
-        return cls(_str(body.get("session_id")), _opt_str(body.get("text")))
+        return cls(
+            _str(body.get("session_id")), _opt_str(body.get("text")), _slot(body.get("slot"))
+        )
 
 
 @dataclass(frozen=True)
 class Detach(Message):
-    """The player's socket closed: pause the session for the reconnect grace."""
+    """A player's socket closed: pause their camera for the reconnect grace."""
 
     TYPE = "session.detach"
     session_id: str
+    slot: int = 0
 
     @classmethod
     def from_message(cls, body: dict) -> Detach:
-        return cls(_str(body.get("session_id")))
+        return cls(_str(body.get("session_id")), _slot(body.get("slot")))
+
+
+@dataclass(frozen=True)
+class Unseat(Message):
+    """A player left their seat (or was removed): their avatar and camera go; the world and
+    everyone else play on."""
+
+    TYPE = "session.unseat"
+    session_id: str
+    slot: int
+
+    @classmethod
+    def from_message(cls, body: dict) -> Unseat:
+        return cls(_str(body.get("session_id")), _slot(body.get("slot"), default=-1))
 
 
 @dataclass(frozen=True)
@@ -217,9 +295,9 @@ class Probe(Message):
         return cls(_str(body.get("nonce")))
 
 
-InboxMessage = Attach | Input | Prompt | Choose | Say | Detach | End | Probe
+InboxMessage = Attach | Input | Prompt | Choose | Vote | Say | Detach | Unseat | End | Probe
 _INBOX: dict[str, type] = {
-    m.TYPE: m for m in (Attach, Input, Prompt, Choose, Say, Detach, End, Probe)
+    m.TYPE: m for m in (Attach, Input, Prompt, Choose, Vote, Say, Detach, Unseat, End, Probe)
 }
 
 
@@ -280,65 +358,116 @@ class Status(Message):
 
 @dataclass(frozen=True)
 class Event(Message):
-    """The answer to a text event: applied, or rejected with a reason."""
+    """The answer to a text event, to everyone in the session: ``applied``; ``unsupported``
+    (the model cannot do it; ``suggest`` says what it can) or ``rejected`` (moderation) with a
+    reason. ``seq`` is the sender's (``slot``, ``by``: who sent it)."""
 
     TYPE = "session.event"
     seq: int
     status: str
     reason: str | None = None
+    by: str = ""
+    slot: int = 0
+    suggest: tuple[str, ...] = ()
+    text: str = ""  # what they typed (screened before it reached the world)
+
+    def to_message(self) -> dict[str, Any]:
+        return {**super().to_message(), "suggest": list(self.suggest)}
 
     @classmethod
     def from_message(cls, body: dict) -> Event:
-        return cls(_int(body.get("seq")), _str(body.get("status")), _opt_str(body.get("reason")))
+        return cls(
+            _int(body.get("seq")),
+            _str(body.get("status")),
+            _opt_str(body.get("reason")),
+            _str(body.get("by")),
+            _slot(body.get("slot")),
+            _strs(body.get("suggest")),
+            _str(body.get("text"))[:500],
+        )
 
 
 @dataclass(frozen=True)
 class Choices(Message):
-    """The pair of story options on offer and the story so far (the opening first)."""
+    """The pair of story options on offer, the story so far (the opening first) and the votes:
+    players' and the audience's per option, and seconds until the vote closes (None: nobody
+    has voted yet)."""
 
     TYPE = "session.choices"
     choice_id: str
     options: tuple[str, ...]
     story: tuple[str, ...] = ()
+    votes: tuple[int, int] = (0, 0)
+    audience: tuple[int, int] = (0, 0)
+    closes_in: float | None = None
+    picked: str = ""  # the option the last vote chose
 
     def to_message(self) -> dict[str, Any]:
         return {"type": self.TYPE, "choice_id": self.choice_id, "options": list(self.options),
-                "story": list(self.story)}  # fmt: skip
+                "story": list(self.story), "votes": list(self.votes),
+                "audience": list(self.audience), "closes_in": self.closes_in,
+                "picked": self.picked}  # fmt: skip
 
     @classmethod
     def from_message(cls, body: dict) -> Choices:
+        closes = body.get("closes_in")
         return cls(
-            _str(body.get("choice_id")), _strs(body.get("options")), _strs(body.get("story"))
+            _str(body.get("choice_id")),
+            _strs(body.get("options")),
+            _strs(body.get("story")),
+            _pair(body.get("votes")),
+            _pair(body.get("audience")),
+            _opt_float(closes),
+            _str(body.get("picked")),
         )
+
+
+def _opt_float(value) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _pair(value) -> tuple[int, int]:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return (0, 0)
+    return (max(0, _int(value[0])), max(0, _int(value[1])))
 
 
 @dataclass(frozen=True)
 class Line(Message):
-    """A line of dialogue: the player's own (speaker "you") or the character's. ``partial``:
-    the character's reply so far, while it is generated (each one replaces the last; the final
-    line, without ``partial``, replaces them all)."""
+    """A line of dialogue: a player's (``slot`` >= 0, ``speaker`` their name) or the
+    character's (``slot`` -1). ``partial``: the character's reply so far, while it is generated
+    (each one replaces the last; the final line, without ``partial``, replaces them all)."""
 
     TYPE = "session.say"
     speaker: str
     text: str
     partial: bool = False
+    slot: int = -1
 
     @classmethod
     def from_message(cls, body: dict) -> Line:
-        return cls(_str(body.get("speaker")), _str(body.get("text")), body.get("partial") is True)
+        return cls(
+            _str(body.get("speaker")),
+            _str(body.get("text")),
+            body.get("partial") is True,
+            _slot(body.get("slot"), default=-1),
+        )
 
 
 @dataclass(frozen=True)
 class Error(Message):
-    """An answer to the player's own pick or line (only the player's consumer forwards it)."""
+    """An answer to one player's own pick or line (only that player's consumer forwards it)."""
 
     TYPE = "session.error"
     code: str
     message: str
+    slot: int = 0
 
     @classmethod
     def from_message(cls, body: dict) -> Error:
-        return cls(_str(body.get("code")), _str(body.get("message")))
+        return cls(_str(body.get("code")), _str(body.get("message")), _slot(body.get("slot")))
 
 
 # --- web → the session's group ----------------------------------------------------------------
@@ -358,14 +487,57 @@ class Placed(Message):
 
 @dataclass(frozen=True)
 class Player(Message):
-    """A player socket connected; any other player socket of the session steps aside."""
+    """A player's socket connected; any older socket of the same seat steps aside."""
 
     TYPE = "session.player"
     channel: str
+    slot: int = 0
 
     @classmethod
     def from_message(cls, body: dict) -> Player:
-        return cls(_str(body.get("channel")))
+        return cls(_str(body.get("channel")), _slot(body.get("slot")))
+
+
+@dataclass(frozen=True)
+class SeatInfo:
+    slot: int
+    name: str
+    color: str
+
+
+@dataclass(frozen=True)
+class Presence(Message):
+    """Who is seated now (sent on every join and leave); each consumer marks its own ``you``."""
+
+    TYPE = "session.presence"
+    players: tuple[SeatInfo, ...]
+
+    def to_message(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "players": [asdict(p) for p in self.players]}
+
+    @classmethod
+    def from_message(cls, body: dict) -> Presence:
+        raw = body.get("players")
+        players = [p for p in raw if isinstance(p, dict)] if isinstance(raw, list) else []
+        return cls(
+            tuple(
+                SeatInfo(_slot(p.get("slot")), _str(p.get("name")), _str(p.get("color")))
+                for p in players
+            )
+        )
+
+
+@dataclass(frozen=True)
+class Removed(Message):
+    """A player was removed (by the session's creator or a moderator): their socket closes."""
+
+    TYPE = "session.removed"
+    slot: int
+    reason: str
+
+    @classmethod
+    def from_message(cls, body: dict) -> Removed:
+        return cls(_slot(body.get("slot"), default=-1), _str(body.get("reason")))
 
 
 @dataclass(frozen=True)

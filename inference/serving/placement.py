@@ -1,4 +1,4 @@
-"""Worker registry, session placement, the FIFO queue and the snapshot store.
+"""Worker registry, session placement by seats, the FIFO queue, snapshots and thumbnails.
 
 Two implementations of one interface (sessions/README.md): ``RedisPlacement`` shares the state
 between web processes and worker processes; every read-modify-write runs as one Lua script, so
@@ -7,8 +7,11 @@ embedded default (one process), guarded by a lock.
 
 Liveness: a worker is live while its last heartbeat is younger than ``STALE_S``; heartbeats use
 the store's clock (Redis ``TIME``), so worker hosts need no synchronised clocks. A session that
-lost its worker (dead or shutting down) becomes an *orphan* until a live worker has a free slot.
-Django-free: this module runs on GPU hosts with only the package and a REDIS_URL.
+lost its worker (dead or shutting down) becomes an *orphan* until a live worker has room for all
+its seats. Django-free: this module runs on GPU hosts with only the package and a REDIS_URL.
+
+Seats: in a shared world several players share one session on one worker, and each player costs
+the worker a slot; so a worker's load is the total seats of its sessions, not their number.
 """
 
 import threading
@@ -29,8 +32,11 @@ class Placement(Protocol):
     def heartbeat(self, name: str, *, load: int, fps: float) -> bool: ...
     def deregister(self, name: str) -> None: ...
     def live_workers(self) -> list[dict]: ...
-    def reserve_slot(self, session_id: str) -> str | None: ...
+    def reserve_slot(self, session_id: str, seats: int = 1) -> str | None: ...
     def release_slot(self, session_id: str) -> None: ...
+    def add_seat(self, session_id: str) -> bool: ...
+    def remove_seat(self, session_id: str) -> None: ...
+    def seats_of(self, session_id: str) -> int: ...
     def worker_of(self, session_id: str) -> str | None: ...
     def sessions_of(self, name: str) -> set[str]: ...
     def enqueue(self, session_id: str, *, front: bool = False) -> None: ...
@@ -40,6 +46,9 @@ class Placement(Protocol):
     def save_snapshot(self, session_id: str, data: bytes) -> None: ...
     def load_snapshot(self, session_id: str) -> bytes | None: ...
     def delete_snapshot(self, session_id: str) -> None: ...
+    def save_thumbnail(self, session_id: str, jpeg: bytes) -> None: ...
+    def load_thumbnail(self, session_id: str) -> bytes | None: ...
+    def delete_thumbnail(self, session_id: str) -> None: ...
     def record_frames(self, session_id: str, frames: int) -> None: ...
     def session_frames(self, session_id: str) -> int: ...
     def reap(self, *, stale_s: float = STALE_S) -> tuple[list[str], list[tuple[str, str]]]: ...
@@ -48,10 +57,11 @@ class Placement(Protocol):
 
 # --- Redis -----------------------------------------------------------------------------------
 # Keys, under a prefix P:  P:workers (set of names), P:w:<name> (hash: device, capacity,
-# last_beat ms, fps, load, draining), P:ws:<name> (set: sessions placed there), P:s2w (hash:
-# session -> worker), P:queue (list, FIFO), P:orphans (list: sessions waiting to be re-placed),
-# P:snap:<session> (bytes), P:frames:<session> (int). Scripts touch keys derived from the
-# prefix, so this targets a single Redis (not Redis Cluster).
+# last_beat ms, fps, load as the worker reports it, draining), P:ws:<name> (set: sessions placed
+# there), P:s2w (hash: session -> worker), P:seats (hash: session -> seats, placed or orphaned),
+# P:queue (list, FIFO), P:orphans (list: sessions waiting to be re-placed), P:snap:<session>
+# (bytes), P:thumb:<session> (JPEG bytes), P:frames:<session> (int). Scripts touch keys derived
+# from the prefix, so this targets a single Redis (not Redis Cluster).
 
 _LUA_COMMON = """
 local p = ARGV[1]
@@ -59,15 +69,28 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- Least-loaded live, non-draining worker with a free slot; ties: most free slots, then name.
-local function pick(stale_ms, now)
+local function seats(sid)
+  -- No entry: placed before seats were counted, so one player.
+  return tonumber(redis.call('HGET', p .. ':seats', sid)) or 1
+end
+-- A worker's load: the seats of all its sessions.
+local function load_of(name)
+  local load = 0
+  for _, sid in ipairs(redis.call('SMEMBERS', p .. ':ws:' .. name)) do
+    load = load + seats(sid)
+  end
+  return load
+end
+-- Least-loaded live, non-draining worker with at least `need` free seats; ties: most free
+-- seats, then name.
+local function pick(stale_ms, now, need)
   local best, best_load, best_free
   for _, name in ipairs(redis.call('SMEMBERS', p .. ':workers')) do
     local w = redis.call('HMGET', p .. ':w:' .. name, 'capacity', 'last_beat', 'draining')
     if w[1] and w[2] and w[3] ~= '1' and now - tonumber(w[2]) < stale_ms then
-      local load = redis.call('SCARD', p .. ':ws:' .. name)
+      local load = load_of(name)
       local free = tonumber(w[1]) - load
-      if free > 0 and (best == nil or load < best_load
+      if free >= need and (best == nil or load < best_load
           or (load == best_load and (free > best_free or (free == best_free and name < best)))) then
         best, best_load, best_free = name, load, free
       end
@@ -79,7 +102,8 @@ local function assign(sid, name)
   redis.call('SADD', p .. ':ws:' .. name, sid)
   redis.call('HSET', p .. ':s2w', sid, name)
 end
--- Every session of a worker becomes an orphan (its worker is gone or restarted).
+-- Every session of a worker becomes an orphan (its worker is gone or restarted); P:seats keeps
+-- its seats, so it is re-placed only where they all fit.
 local function orphan_all(name)
   for _, sid in ipairs(redis.call('SMEMBERS', p .. ':ws:' .. name)) do
     redis.call('HDEL', p .. ':s2w', sid)
@@ -127,8 +151,12 @@ _LUA_RESERVE = (
 local sid = ARGV[2]
 local current = redis.call('HGET', p .. ':s2w', sid)
 if current then return current end
-local best = pick(tonumber(ARGV[3]), now_ms())
-if best then assign(sid, best) end
+local need = tonumber(ARGV[4])
+local best = pick(tonumber(ARGV[3]), now_ms(), need)
+if best then
+  assign(sid, best)
+  redis.call('HSET', p .. ':seats', sid, need)
+end
 return best
 """
 )
@@ -143,9 +171,36 @@ if name then
   redis.call('HDEL', p .. ':s2w', sid)
 end
 redis.call('LREM', p .. ':orphans', 0, sid)
+redis.call('HDEL', p .. ':seats', sid)
 return name
 """
 )
+
+# One more player joins a placed session, if its worker has a seat left.
+_LUA_ADD_SEAT = (
+    _LUA_COMMON
+    + """
+local sid = ARGV[2]
+local name = redis.call('HGET', p .. ':s2w', sid)
+if not name then return 0 end
+local capacity = tonumber(redis.call('HGET', p .. ':w:' .. name, 'capacity'))
+if not capacity or capacity - load_of(name) < 1 then return 0 end
+redis.call('HSET', p .. ':seats', sid, seats(sid) + 1)
+return 1
+"""
+)
+
+# One player leaves; the last seat goes only with release_slot.
+_LUA_REMOVE_SEAT = (
+    _LUA_COMMON
+    + """
+local n = tonumber(redis.call('HGET', p .. ':seats', ARGV[2]))
+if n and n > 1 then redis.call('HSET', p .. ':seats', ARGV[2], n - 1) end
+return 1
+"""
+)
+
+_LUA_LOAD = _LUA_COMMON + "\nreturn load_of(ARGV[2])\n"
 
 _LUA_ENQUEUE = (
     _LUA_COMMON
@@ -161,7 +216,7 @@ return 1
 """
 )
 
-# Dead workers' sessions become orphans, then orphans go to live workers while slots are free.
+# Dead workers' sessions become orphans, then orphans go to live workers while seats are free.
 _LUA_REAP = (
     _LUA_COMMON
     + """
@@ -180,8 +235,8 @@ end
 while true do
   local sid = redis.call('LINDEX', p .. ':orphans', 0)
   if not sid then break end
-  local best = pick(stale_ms, now)
-  if not best then break end
+  local best = pick(stale_ms, now, seats(sid))
+  if not best then break end  -- FIFO: a later, smaller orphan does not jump the head
   redis.call('LPOP', p .. ':orphans')
   assign(sid, best)
   table.insert(placed, sid)
@@ -202,7 +257,7 @@ redis.call('HSET', p .. ':w:' .. name, 'draining', 1)
 local placed = {}
 for _, sid in ipairs(redis.call('SMEMBERS', p .. ':ws:' .. name)) do
   redis.call('SREM', p .. ':ws:' .. name, sid)
-  local best = pick(stale_ms, now)
+  local best = pick(stale_ms, now, seats(sid))
   if best then
     assign(sid, best)
     table.insert(placed, sid)
@@ -226,6 +281,12 @@ def _pairs(flat) -> list[tuple[str, str]]:
     return list(zip(flat[0::2], flat[1::2], strict=True))
 
 
+def _seat_count(seats: int) -> int:
+    if int(seats) < 1:
+        raise ValueError(f"a session needs at least one seat, not {seats}")
+    return int(seats)
+
+
 class RedisPlacement:
     def __init__(self, redis_url: str, *, prefix: str = "px:play", client=None) -> None:
         self.prefix = prefix
@@ -235,6 +296,9 @@ class RedisPlacement:
         self._deregister = self._r.register_script(_LUA_DEREGISTER)
         self._reserve = self._r.register_script(_LUA_RESERVE)
         self._release = self._r.register_script(_LUA_RELEASE)
+        self._add_seat = self._r.register_script(_LUA_ADD_SEAT)
+        self._remove_seat = self._r.register_script(_LUA_REMOVE_SEAT)
+        self._load = self._r.register_script(_LUA_LOAD)
         self._enqueue = self._r.register_script(_LUA_ENQUEUE)
         self._reap = self._r.register_script(_LUA_REAP)
         self._handover = self._r.register_script(_LUA_HANDOVER)
@@ -267,7 +331,7 @@ class RedisPlacement:
                     "name": name,
                     "device": info["device"],
                     "capacity": int(info["capacity"]),
-                    "load": self._r.scard(self._key("ws", name)),
+                    "load": int(self._load(args=[self.prefix, name])),
                     "fps": float(info["fps"]),
                     "last_beat": int(info["last_beat"]) / 1000,
                     "draining": info["draining"] == "1",
@@ -276,12 +340,27 @@ class RedisPlacement:
         return workers
 
     # Placement
-    def reserve_slot(self, session_id: str) -> str | None:
-        """The worker now holding a slot for the session (idempotent), or None: no capacity."""
-        return _text(self._reserve(args=[self.prefix, str(session_id), int(STALE_S * 1000)]))
+    def reserve_slot(self, session_id: str, seats: int = 1) -> str | None:
+        """The worker now holding the session (idempotent, whatever ``seats``), or None: no
+        live worker has ``seats`` free seats."""
+        args = [self.prefix, str(session_id), int(STALE_S * 1000), _seat_count(seats)]
+        return _text(self._reserve(args=args))
 
     def release_slot(self, session_id: str) -> None:
+        """Frees all the session's seats (and forgets their count)."""
         self._release(args=[self.prefix, str(session_id)])
+
+    def add_seat(self, session_id: str) -> bool:
+        """One more player in a placed session; False: its worker is full, or it is not placed."""
+        return bool(self._add_seat(args=[self.prefix, str(session_id)]))
+
+    def remove_seat(self, session_id: str) -> None:
+        """One player fewer; a session keeps at least one seat until release_slot."""
+        self._remove_seat(args=[self.prefix, str(session_id)])
+
+    def seats_of(self, session_id: str) -> int:
+        """Seats the session holds (an orphan keeps its count); 0 when released or unknown."""
+        return int(self._r.hget(self._key("seats"), str(session_id)) or 0)
 
     def worker_of(self, session_id: str) -> str | None:
         return _text(self._r.hget(self._key("s2w"), str(session_id)))
@@ -329,6 +408,16 @@ class RedisPlacement:
     def delete_snapshot(self, session_id: str) -> None:
         self._r.delete(self._key("snap", str(session_id)))
 
+    # Thumbnails for the Live listing; they expire like snapshots.
+    def save_thumbnail(self, session_id: str, jpeg: bytes) -> None:
+        self._r.set(self._key("thumb", str(session_id)), jpeg, ex=SNAPSHOT_TTL_S)
+
+    def load_thumbnail(self, session_id: str) -> bytes | None:
+        return self._r.get(self._key("thumb", str(session_id)))
+
+    def delete_thumbnail(self, session_id: str) -> None:
+        self._r.delete(self._key("thumb", str(session_id)))
+
     def record_frames(self, session_id: str, frames: int) -> None:
         """Frames generated so far (the worker writes it; the web side copies it at the end)."""
         self._r.set(self._key("frames", str(session_id)), int(frames), ex=STATS_TTL_S)
@@ -346,9 +435,11 @@ class InMemoryPlacement:
         self._workers: dict[str, dict] = {}
         self._placed: dict[str, set[str]] = {}  # worker -> sessions
         self._s2w: dict[str, str] = {}
+        self._seats: dict[str, int] = {}  # session -> seats, placed or orphaned
         self._queue: deque[str] = deque()
         self._orphans: deque[str] = deque()
         self._snapshots: dict[str, bytes] = {}
+        self._thumbnails: dict[str, bytes] = {}
         self._frames: dict[str, int] = {}
 
     def _orphan_all(self, name: str) -> None:
@@ -360,12 +451,15 @@ class InMemoryPlacement:
         info = self._workers.get(name)
         return info is not None and now - info["last_beat"] < stale_s
 
-    def _pick(self, now: float) -> str | None:
+    def _load(self, name: str) -> int:
+        return sum(self._seats.get(sid, 1) for sid in self._placed.get(name, ()))
+
+    def _pick(self, now: float, need: int = 1) -> str | None:
         candidates = []
         for name, info in self._workers.items():
-            load = len(self._placed.get(name, ()))
+            load = self._load(name)
             free = info["capacity"] - load
-            if self._live(name, now) and not info["draining"] and free > 0:
+            if self._live(name, now) and not info["draining"] and free >= need:
                 candidates.append((load, -free, name))
         return min(candidates)[2] if candidates else None
 
@@ -406,7 +500,7 @@ class InMemoryPlacement:
                     "name": name,
                     "device": info["device"],
                     "capacity": info["capacity"],
-                    "load": len(self._placed.get(name, ())),
+                    "load": self._load(name),
                     "fps": info["fps"],
                     "last_beat": info["last_beat"] + wall_offset,
                     "draining": info["draining"],
@@ -415,14 +509,15 @@ class InMemoryPlacement:
                 if self._live(name, now)
             ]
 
-    def reserve_slot(self, session_id: str) -> str | None:
-        sid = str(session_id)
+    def reserve_slot(self, session_id: str, seats: int = 1) -> str | None:
+        sid, need = str(session_id), _seat_count(seats)
         with self._lock:
             if sid in self._s2w:
                 return self._s2w[sid]
-            best = self._pick(time.monotonic())
+            best = self._pick(time.monotonic(), need)
             if best is not None:
                 self._assign(sid, best)
+                self._seats[sid] = need
             return best
 
     def release_slot(self, session_id: str) -> None:
@@ -433,6 +528,27 @@ class InMemoryPlacement:
                 self._placed.get(name, set()).discard(sid)
             if sid in self._orphans:
                 self._orphans.remove(sid)
+            self._seats.pop(sid, None)
+
+    def add_seat(self, session_id: str) -> bool:
+        sid = str(session_id)
+        with self._lock:
+            name = self._s2w.get(sid)
+            info = self._workers.get(name) if name is not None else None
+            if info is None or info["capacity"] - self._load(name) < 1:
+                return False
+            self._seats[sid] = self._seats.get(sid, 1) + 1
+            return True
+
+    def remove_seat(self, session_id: str) -> None:
+        sid = str(session_id)
+        with self._lock:
+            if self._seats.get(sid, 0) > 1:
+                self._seats[sid] -= 1
+
+    def seats_of(self, session_id: str) -> int:
+        with self._lock:
+            return self._seats.get(str(session_id), 0)
 
     def worker_of(self, session_id: str) -> str | None:
         with self._lock:
@@ -454,7 +570,10 @@ class InMemoryPlacement:
                 self._orphan_all(name)
                 del self._workers[name]
             placed = []
-            while self._orphans and (best := self._pick(now)) is not None:
+            while self._orphans:
+                best = self._pick(now, self._seats.get(self._orphans[0], 1))
+                if best is None:
+                    break  # FIFO: a later, smaller orphan does not jump the head
                 sid = self._orphans.popleft()
                 self._assign(sid, best)
                 placed.append((sid, best))
@@ -468,7 +587,7 @@ class InMemoryPlacement:
             placed = []
             for sid in sorted(self._placed.pop(name, set())):
                 self._s2w.pop(sid, None)
-                best = self._pick(now)
+                best = self._pick(now, self._seats.get(sid, 1))
                 if best is None:
                     self._orphans.append(sid)
                 else:
@@ -515,6 +634,18 @@ class InMemoryPlacement:
     def delete_snapshot(self, session_id: str) -> None:
         with self._lock:
             self._snapshots.pop(str(session_id), None)
+
+    def save_thumbnail(self, session_id: str, jpeg: bytes) -> None:
+        with self._lock:
+            self._thumbnails[str(session_id)] = bytes(jpeg)
+
+    def load_thumbnail(self, session_id: str) -> bytes | None:
+        with self._lock:
+            return self._thumbnails.get(str(session_id))
+
+    def delete_thumbnail(self, session_id: str) -> None:
+        with self._lock:
+            self._thumbnails.pop(str(session_id), None)
 
     def record_frames(self, session_id: str, frames: int) -> None:
         with self._lock:

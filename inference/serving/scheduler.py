@@ -16,7 +16,7 @@ itself follows the load (``ChunkController``).
 
 from dataclasses import dataclass
 
-from inference.serving.session import LiveSession, SessionStatus
+from inference.serving.session import Camera, SessionStatus
 
 
 def chunk_length(
@@ -43,9 +43,9 @@ class StepPlan:
 
     keys: dict[str, frozenset]  # player_id -> held keys
     chunk: dict[str, int]  # player_id -> frames wanted
-    stepping: tuple[str, ...]  # session ids in this step (first come, first served)
-    cut: tuple[str, ...]  # of those, sessions whose buffered frames the answer replaces
-    waiting: tuple[str, ...]  # session ids that need a step but were left out by max_batch
+    stepping: tuple[str, ...]  # player ids (cameras) in this step (first come, first served)
+    cut: tuple[str, ...]  # of those, cameras whose buffered frames the answer replaces
+    waiting: tuple[str, ...]  # cameras that need a step but were left out by max_batch
 
     @property
     def frames(self) -> int:
@@ -53,7 +53,7 @@ class StepPlan:
 
 
 def plan_step(
-    sessions: list[LiveSession],
+    sessions: list[Camera],
     *,
     cap: int,
     cover: int = 1,
@@ -62,7 +62,8 @@ def plan_step(
     max_frames: int | None = None,
     answer_max: int = 1,
 ) -> StepPlan:
-    """Who steps next, most urgent first. ``cover``: frames a session shows while one step runs;
+    """Which cameras step next, most urgent first (``sessions``: every seated player's camera;
+    a single-player session has one). ``cover``: frames a session shows while one step runs;
     ``answer_max``: the longest answer chunk.
 
     Answers go first and alone: sessions whose keys changed or that have a text event, plus any
@@ -107,14 +108,14 @@ def plan_step(
             n = min(n, answer_max)
         full = max_batch is not None and len(stepping) >= max_batch
         if full or (budget is not None and stepping and frames + n > budget):
-            waiting.append(session.session_id)
+            waiting.append(session.player_id)
             continue
         if is_change and session.buffered:
-            cut.append(session.session_id)
+            cut.append(session.player_id)
         keys[session.player_id] = session.keys
         chunk[session.player_id] = n
         frames += n
-        stepping.append(session.session_id)
+        stepping.append(session.player_id)
     return StepPlan(
         keys=keys, chunk=chunk, stepping=tuple(stepping), cut=tuple(cut), waiting=tuple(waiting)
     )

@@ -1,17 +1,18 @@
 """A session's snapshot: what failover, handover and reconnects restore a session from.
 
-``u32`` length + JSON metadata (ids, counters, prompt, the story or dialogue) + the engine's
-exact world bytes. Placement stores it (Redis or memory); the worker writes one every couple of
-seconds and whenever a story or a pause must survive a crash.
+``u32`` length + JSON metadata (ids, each seated player's camera and counters, prompt, the story
+or dialogue) + the engine's exact world bytes (every avatar's position in it). Placement stores
+it (Redis or memory); the worker writes one every couple of seconds and whenever a story or a
+pause must survive a crash.
 """
 
 import json
 import struct
 
 from inference.narrative import engine as narrative
-from inference.serving.session import LiveSession
+from inference.serving.session import Camera, LiveSession, SessionStatus
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 _META_LEN = struct.Struct(">I")
 
 
@@ -38,30 +39,51 @@ def unpack_snapshot(data: bytes) -> tuple[dict, bytes]:
 def session_meta(session: LiveSession) -> dict:
     return {
         "session_id": session.session_id,
-        "player_id": session.player_id,
         "prompt": session.prompt,
         "seed": session.seed,
         "world_title": session.world_title,
-        "frame_no": session.frame_no,
-        "applied_seq": session.applied_seq,
-        "state_seq": session.state_seq,
+        "persist_key": session.persist_key,
+        "cameras": [
+            {
+                "slot": c.slot,
+                "name": c.name,
+                "player_id": c.player_id,
+                "paused": c.status is SessionStatus.PAUSED,
+                "frame_no": c.frame_no,
+                "applied_seq": c.applied_seq,
+                "state_seq": c.state_seq,
+            }
+            for c in session.cameras.values()
+        ],
         # Story so far, the pair on offer, dialogue turn: failover and handover keep them.
         "narrative": session.narrative.to_meta() if session.narrative else None,
     }
 
 
 def apply_meta(session: LiveSession, meta: dict) -> None:
-    """Counters and story from a snapshot; the world and player ids are the engine's."""
+    """Counters, seats and story from a snapshot; the world and player ids are the engine's."""
     session.prompt = meta.get("prompt", session.prompt)
     session.seed = _int(meta.get("seed"))
     session.world_title = meta.get("world_title", session.world_title)
-    session.frame_no = _int(meta.get("frame_no"))
-    session.applied_seq = _int(meta.get("applied_seq"))
-    # Keys that arrived while the world was restoring are newer than the snapshot: keep them.
-    session.keys_seq = max(session.keys_seq, session.applied_seq)
-    session.state_seq = max(session.applied_seq, _int(meta.get("state_seq")))
-    session.restored = True
-    session.stepped_keys = None
+    session.persist_key = meta.get("persist_key") or session.persist_key
+    for item in meta.get("cameras") or []:
+        if not isinstance(item, dict):
+            continue
+        slot = _int(item.get("slot"))
+        # A player who attached while the world was restoring is newer than the snapshot.
+        camera = session.cameras.get(slot) or Camera(session.session_id, slot)
+        session.cameras[slot] = camera
+        camera.name = camera.name or str(item.get("name") or "")
+        camera.player_id = str(item.get("player_id") or "")
+        if item.get("paused") and camera.status is SessionStatus.STARTING:
+            camera.status = SessionStatus.PAUSED
+        camera.frame_no = _int(item.get("frame_no"))
+        camera.applied_seq = _int(item.get("applied_seq"))
+        # Keys that arrived while the world was restoring are newer than the snapshot: keep them.
+        camera.keys_seq = max(camera.keys_seq, camera.applied_seq)
+        camera.state_seq = max(camera.applied_seq, _int(item.get("state_seq")))
+        camera.restored = True
+        camera.stepped_keys = None
     session.narrative = narrative.from_meta(meta.get("narrative"))
 
 

@@ -2,7 +2,10 @@
 
 One worker = one engine on one device. It listens on its inbox (``worker_channel(name)``) for
 the typed messages of ``inference.serving.messages``, keeps every attached session in an
-``EngineCore`` (``core.py``) and sends what the core returns to each session's group. Two loops
+``EngineCore`` (``core.py``) and sends what the core returns: each seated player's frames to
+their camera's group, everything else to the session's group. A shared session is one world
+with a camera per seated player; its players vote on story picks (``Ballot``) and talk to its
+character in turn. Two loops
 drive the core: the producer (``schedule`` → ``execute`` on the engine thread → ``collect``)
 keeps the frame buffers filled, the pacer (``pace``) shows each live session its next frame at
 the target frame rate. Stepping never holds up the ticks, and an answer to new keys goes out
@@ -25,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 from inference.narrative import engine as narrative
 from inference.narrative.narrator import Answer, Narrator
@@ -33,7 +37,7 @@ from inference.serving import messages as m
 from inference.serving.core import EngineCore, StepOutputs
 from inference.serving.failover import HEARTBEAT_S, Failover
 from inference.serving.placement import Placement
-from inference.serving.session import LiveSession, SessionStatus
+from inference.serving.session import Ballot, Camera, LiveSession, SessionStatus
 from inference.serving.snapshot import SnapshotFormatError, unpack_snapshot
 from inference.world.engine import PromptError, SnapshotError, WorldEngine
 from inference.world.spec import KEYS
@@ -47,6 +51,14 @@ MAX_SAYS_QUEUED = 3  # player lines waiting for the character's answer; more get
 OFFER_TIMEOUT_S = 6.0
 NARRATE_TIMEOUT_S = 4.0
 REPLY_TIMEOUT_S = 5.0
+VOTE_WINDOW_S = 15.0  # a shared story's vote closes this long after its first vote
+
+
+class WorldStore(Protocol):
+    """Where Live worlds are kept between sessions (the web side passes S3 or local media)."""
+
+    def load(self, key: str) -> bytes | None: ...
+    def save(self, key: str, data: bytes) -> None: ...
 
 
 class InferenceWorker:
@@ -67,10 +79,14 @@ class InferenceWorker:
         step_budget_s: float | None = None,
         narrator: Narrator | None = None,
         screen: Callable[[str], bool] | None = None,
+        world_store: WorldStore | None = None,
+        vote_window_s: float = VOTE_WINDOW_S,
     ) -> None:
         """``narrator``: who writes stories and replies (default: ``Narrator.from_env``, which
         reads ``NARRATIVE_LM`` and friends). ``screen(text) -> bool``: may a generated line be
-        shown; the web side passes moderation's play screening (this package is Django-free)."""
+        shown; the web side passes moderation's play screening (this package is Django-free).
+        ``world_store``: where Live worlds are kept between sessions (None: not kept).
+        ``vote_window_s``: a shared story's vote closes this long after its first vote."""
         if capacity < 1 or fps <= 0:
             raise ValueError("capacity must be >= 1 and fps > 0")
         self.name = name
@@ -83,6 +99,8 @@ class InferenceWorker:
         self.engine = engine
         self.weights = weights
         self.snapshot_every_s = snapshot_every_s
+        self.world_store = world_store
+        self.vote_window_s = vote_window_s
         self._core_options = dict(
             jpeg_quality=jpeg_quality, max_batch=max_batch, step_budget_s=step_budget_s
         )
@@ -195,7 +213,8 @@ class InferenceWorker:
         while not self._probe_seen.is_set() and not self._stopping.is_set():
             await self.layer.send(self.inbox, m.Probe(nonce=self._probe).to_message())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._probe_seen.wait(), 0.2)
+                async with asyncio.timeout(0.2):
+                    await self._probe_seen.wait()
 
     # --- inbox -----------------------------------------------------------------------------
     async def _inbox_loop(self) -> None:
@@ -220,97 +239,195 @@ class InferenceWorker:
         session = self.sessions.get(message.session_id)
         if session is None:
             log.debug("worker %s: %s for unknown session", self.name, message.TYPE)
-        elif isinstance(message, m.Input):
-            self._on_input(session, message)
-        elif isinstance(message, m.Prompt):
-            self._on_prompt(session, message)
-        elif isinstance(message, m.Choose):
-            self._on_choose(session, message)
-        elif isinstance(message, m.Say):
-            self._on_say(session, message)
-        elif isinstance(message, m.Detach):
-            self._on_detach(session)
-        elif isinstance(message, m.End):
+            return
+        if isinstance(message, m.End):
             self._spawn(self._end(session, reason=message.reason))
+        elif isinstance(message, m.Vote):
+            self._on_vote(session, message)
+        elif isinstance(message, m.Unseat):
+            self._on_unseat(session, message.slot)
+        elif (camera := session.cameras.get(message.slot)) is None:
+            log.debug("worker %s: %s for an empty seat", self.name, message.TYPE)
+        elif isinstance(message, m.Input):
+            self._on_input(camera, message)
+        elif isinstance(message, m.Prompt):
+            self._on_prompt(camera, message)
+        elif isinstance(message, m.Choose):
+            self._on_choose(session, camera, message)
+        elif isinstance(message, m.Say):
+            self._on_say(session, camera, message)
+        elif isinstance(message, m.Detach):
+            self._on_detach(session, camera)
 
     def _on_attach(self, message: m.Attach) -> None:
         session_id = message.session_id
         held = self.sessions.get(session_id)
+        # An attach without a seat is the session's one player's (slot 0); a restore without
+        # one (failover, handover) seats whoever its snapshot holds.
+        slot = message.slot if message.slot >= 0 or message.restore else 0
         if held is not None:
-            # A reconnect (or a second attach): the same world goes on where it was.
-            if held.status is SessionStatus.PAUSED:
-                self._go_live(held)
-            if held.status is SessionStatus.LIVE:
+            # A player's (re)connect, or another player sitting down: the same world goes on.
+            if slot >= 0:
+                self._spawn(self._seat(held, slot, message.name))
+            elif held.status is SessionStatus.LIVE:
                 self._spawn(self._status(session_id, "live"))
-                self._spawn(self._narrative_live(held))  # the reconnected client needs the choices
             return
         if self._stop_requested:
             return  # shutting down: placement already sends this session elsewhere
         if not session_id or len(self.sessions) >= self.capacity:
             self._spawn(self._status(session_id, "ended", reason="worker_full"))
             return
-        self._joined += 1
         session = LiveSession(
             session_id=session_id,
             prompt=message.prompt,
             seed=message.seed,
             world_title=message.world_title,
-            joined=self._joined,
+            persist_key=message.persist_key,
         )
+        if slot >= 0:
+            session.cameras[slot] = self._camera(session, slot, message.name)
         self.sessions[session_id] = session
         self._spawn(self._start(session, message))
 
-    def _on_input(self, session: LiveSession, message: m.Input) -> None:
-        if message.seq < session.keys_seq:
+    def _camera(self, session: LiveSession, slot: int, name: str) -> Camera:
+        self._joined += 1
+        return Camera(
+            session.session_id, slot, name=name or f"Player {slot + 1}", joined=self._joined
+        )
+
+    async def _seat(self, session: LiveSession, slot: int, name: str) -> None:
+        """Seat a player's camera (a new avatar), or resume it on their reconnect."""
+        camera = session.cameras.get(slot)
+        if camera is None:
+            camera = session.cameras[slot] = self._camera(session, slot, name)
+            if session.world_id:
+                await asyncio.get_running_loop().run_in_executor(
+                    self._engine_thread, self.core.add_camera, session, camera
+                )
+        if session.cameras.get(slot) is not camera or session.status is not SessionStatus.LIVE:
+            return  # unseated meanwhile, or the world is still starting (it seats everyone)
+        if camera.status is not SessionStatus.LIVE:
+            self.core.camera_live(camera, asyncio.get_running_loop().time())
+            self._demand.set()
+        await self._status(session.session_id, "live")
+        await self._narrative_live(session)  # the (re)connected player needs the choices
+
+    def _on_unseat(self, session: LiveSession, slot: int) -> None:
+        camera = session.cameras.pop(slot, None)
+        if camera is None:
+            return
+        session.ballot.players.pop(slot, None)
+        camera.status = SessionStatus.ENDED
+        self._spawn(self._remove_avatar(session, camera))
+        self._maybe_close_vote(session)
+
+    async def _remove_avatar(self, session: LiveSession, camera: Camera) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.get_running_loop().run_in_executor(
+                self._engine_thread, self.core.remove_camera, session, camera
+            )
+        await self._save_snapshot(session)
+
+    def _on_input(self, camera: Camera, message: m.Input) -> None:
+        if message.seq < camera.keys_seq:
             return  # out of order: a newer input already arrived
         keys = frozenset(k for k in message.keys if k in KEYS)
-        if keys != session.keys:
+        if keys != camera.keys:
             self._demand.set()  # answer new keys with the next step, not the next low buffer
-        session.keys = keys
-        session.keys_seq = message.seq
+        camera.keys = keys
+        camera.keys_seq = message.seq
 
-    def _on_prompt(self, session: LiveSession, message: m.Prompt) -> None:
-        if message.text is None or len(session.events) >= MAX_EVENTS_QUEUED:
+    def _on_prompt(self, camera: Camera, message: m.Prompt) -> None:
+        if message.text is None or len(camera.events) >= MAX_EVENTS_QUEUED:
             reason = "bad_text" if message.text is None else "too_many_events"
-            event = m.Event(seq=message.seq, status="rejected", reason=reason)
-            self._spawn(self._send(session.session_id, event))
+            event = m.Event(
+                seq=message.seq, status="rejected", reason=reason, by=camera.name, slot=camera.slot
+            )
+            self._spawn(self._send(camera.session_id, event))
             return
-        session.events.append((message.seq, message.text))
+        camera.events.append((message.seq, message.text))
         self._demand.set()
 
-    def _on_choose(self, session: LiveSession, message: m.Choose) -> None:
-        if not isinstance(session.narrative, narrative.Story):
-            self._spawn(self._error(session.session_id, "unsupported", "No story in this world."))
+    def _on_choose(self, session: LiveSession, camera: Camera, message: m.Choose) -> None:
+        """A player's vote; with everyone voted (alone: at once) or the window closed, the
+        majority is the pick."""
+        story = session.narrative
+        if not isinstance(story, narrative.Story):
+            self._spawn(self._error(camera, "unsupported", "No story in this world."))
             return
-        try:
-            # Taken off the offer at once: a double click or a stale tab gets an error.
-            story, picked = narrative.story_pick(
-                session.narrative, message.choice_id, message.option
-            )
-        except narrative.ChoiceError as exc:
-            self._spawn(self._error(session.session_id, "stale_choice", str(exc)))
+        if not story.options or message.choice_id != story.choice_id or message.option < 0:
+            self._spawn(self._error(camera, "stale_choice", "That choice is no longer on offer."))
             return
-        session.narrative = story
-        self._spawn(self._story_step(session, picked))
+        ballot = self._ballot(session, story)
+        ballot.players[camera.slot] = message.option
+        if ballot.closes_at is None:
+            ballot.closes_at = asyncio.get_running_loop().time() + self.vote_window_s
+            self._spawn(self._close_vote_later(session, ballot))
+        if not self._maybe_close_vote(session):
+            self._spawn(self._choices(session))
 
-    def _on_say(self, session: LiveSession, message: m.Say) -> None:
+    def _on_vote(self, session: LiveSession, message: m.Vote) -> None:
+        """A spectator's vote: counted apart, as the audience; it never closes the vote."""
+        story = session.narrative
+        if not isinstance(story, narrative.Story) or not story.options:
+            return
+        if message.choice_id != story.choice_id or message.option < 0 or not message.voter:
+            return
+        ballot = self._ballot(session, story)
+        if message.voter in ballot.audience or len(ballot.audience) < 10_000:
+            ballot.audience[message.voter] = message.option
+            self._spawn(self._choices(session))
+
+    def _ballot(self, session: LiveSession, story: narrative.Story) -> Ballot:
+        if session.ballot.choice_id != story.choice_id:
+            session.ballot = Ballot(choice_id=story.choice_id)
+        return session.ballot
+
+    def _maybe_close_vote(self, session: LiveSession, *, timed_out: bool = False) -> bool:
+        """Close the vote when every seated player voted (or its time is up): the majority's
+        option is picked. -> whether it closed."""
+        story, ballot = session.narrative, session.ballot
+        if not isinstance(story, narrative.Story) or ballot.choice_id != story.choice_id:
+            return False
+        if not ballot.players:
+            return False
+        everyone = set(session.cameras) <= set(ballot.players)
+        if not (everyone or timed_out):
+            return False
+        try:
+            # Taken off the offer at once: a late vote or a stale tab gets an error.
+            story, picked = narrative.story_pick(story, ballot.choice_id, ballot.winner())
+        except narrative.ChoiceError:
+            return False
+        session.narrative = story
+        session.ballot = Ballot()
+        session.last_pick = picked.label
+        self._spawn(self._story_step(session, picked))
+        return True
+
+    async def _close_vote_later(self, session: LiveSession, ballot: Ballot) -> None:
+        await asyncio.sleep(max(0.0, ballot.closes_at - asyncio.get_running_loop().time()))
+        if self.sessions.get(session.session_id) is session and session.ballot is ballot:
+            self._maybe_close_vote(session, timed_out=True)
+
+    def _on_say(self, session: LiveSession, camera: Camera, message: m.Say) -> None:
         text, sid = message.text, session.session_id
         if not isinstance(session.narrative, narrative.Character):
-            self._spawn(self._error(sid, "unsupported", "No one here to talk to."))
+            self._spawn(self._error(camera, "unsupported", "No one here to talk to."))
         elif text is None or not text.strip() or len(text) > m.MAX_SAY_CHARS:
-            self._spawn(self._error(sid, "bad_text", "Say something (500 characters at most)."))
-        elif self._says_waiting.get(sid, 0) >= MAX_SAYS_QUEUED:
-            self._spawn(self._error(sid, "too_many_messages", "Wait for an answer first."))
+            self._spawn(self._error(camera, "bad_text", "Say something (500 characters at most)."))
+        elif self._says_waiting.get(sid, 0) >= MAX_SAYS_QUEUED * max(1, len(session.cameras)):
+            self._spawn(self._error(camera, "too_many_messages", "Wait for an answer first."))
         else:
             self._says_waiting[sid] = self._says_waiting.get(sid, 0) + 1
-            self._spawn(self._character_turn(session, text.strip()))
+            self._spawn(self._character_turn(session, camera, text.strip()))
 
-    def _on_detach(self, session: LiveSession) -> None:
-        # Nobody steers a detached session: it waits (paused) for the player's reconnect.
-        session.keys = frozenset()
-        if session.status is SessionStatus.LIVE:
-            session.status = SessionStatus.PAUSED
-            session.buffered.clear()
+    def _on_detach(self, session: LiveSession, camera: Camera) -> None:
+        # Nobody steers a detached camera: it waits (paused) for its player's reconnect.
+        camera.keys = frozenset()
+        if camera.status is SessionStatus.LIVE:
+            camera.status = SessionStatus.PAUSED
+            camera.buffered.clear()
             self._spawn(self._save_snapshot(session))
 
     # --- sessions --------------------------------------------------------------------------
@@ -335,10 +452,13 @@ class InferenceWorker:
                     return
             if not restore:
                 await self._status(session.session_id, "starting")
+                kept = await self._load_kept(session)
                 # One world build queued at a time: builds take seconds on a CPU, and steps
                 # for the live sessions get the engine between two of them.
                 async with self._building:
-                    await loop.run_in_executor(self._engine_thread, self.core.create_world, session)
+                    await loop.run_in_executor(
+                        self._engine_thread, self.core.create_world, session, kept
+                    )
                 await self._begin_narrative(session, attach)
                 await self._save_snapshot(session)  # from now on it survives a crash
         except (PromptError, SnapshotError, SnapshotFormatError, ValueError) as exc:
@@ -352,14 +472,37 @@ class InferenceWorker:
         if self.sessions.get(session.session_id) is not session:
             await self._drop_local(session)  # ended while its world was being built
             return
+        # Players who sat down while the world was built get their avatars now.
+        for camera in list(session.cameras.values()):
+            await loop.run_in_executor(self._engine_thread, self.core.add_camera, session, camera)
         if session.status is SessionStatus.STARTING:
-            self._go_live(session)
+            self.core.go_live(session, loop.time())
+            self._demand.set()
         await self._status(session.session_id, "live")
         self._spawn(self._narrative_live(session))
 
-    def _go_live(self, session: LiveSession) -> None:
-        self.core.go_live(session, asyncio.get_running_loop().time())
-        self._demand.set()
+    async def _load_kept(self, session: LiveSession) -> bytes | None:
+        """A Live world's state from its last session (None: a fresh world)."""
+        if not session.persist_key or self.world_store is None:
+            return None
+        try:
+            return await asyncio.to_thread(self.world_store.load, session.persist_key)
+        except Exception:
+            log.exception("worker %s: could not load kept world %s", self.name, session.persist_key)
+            return None
+
+    async def _keep_world(self, session: LiveSession) -> None:
+        """At the end of a Live world's session: keep the world for the next visitor."""
+        if not session.persist_key or self.world_store is None or not session.world_id:
+            return
+        try:
+            data = await asyncio.get_running_loop().run_in_executor(
+                self._engine_thread, self.core.keep_world, session
+            )
+            if data:
+                await asyncio.to_thread(self.world_store.save, session.persist_key, data)
+        except Exception:
+            log.exception("worker %s: could not keep world %s", self.name, session.persist_key)
 
     async def _save_snapshot(self, session: LiveSession) -> None:
         if not session.world_id:
@@ -370,20 +513,28 @@ class InferenceWorker:
         )
         if data is None:
             return
-        await asyncio.to_thread(self.placement.save_snapshot, session.session_id, data)
-        await asyncio.to_thread(self.placement.record_frames, session.session_id, session.frame_no)
+        sid = session.session_id
+        await asyncio.to_thread(self.placement.save_snapshot, sid, data)
+        await asyncio.to_thread(self.placement.record_frames, sid, _frames(session))
+        lead = session.lead()
+        if lead is not None and lead.last_jpeg:
+            await asyncio.to_thread(self.placement.save_thumbnail, sid, lead.last_jpeg)
 
     async def _end(self, session: LiveSession, *, reason: str) -> None:
         """End one session here: free its slot, forget its snapshot, tell its clients."""
         if self.sessions.get(session.session_id) is not session:
             return
         session.status = SessionStatus.ENDED
+        if reason not in m.WORKER_FAILURES:
+            await self._keep_world(session)
         await self._drop_local(session)
-        await asyncio.to_thread(self.placement.record_frames, session.session_id, session.frame_no)
+        await asyncio.to_thread(self.placement.record_frames, session.session_id, _frames(session))
         await asyncio.to_thread(self.placement.release_slot, session.session_id)
         await asyncio.to_thread(self.placement.delete_snapshot, session.session_id)
         await self._status(session.session_id, "ended", reason=reason)
         log.info("worker %s: session %s ended (%s)", self.name, session.session_id, reason)
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self.placement.delete_thumbnail, session.session_id)
 
     async def _drop_local(self, session: LiveSession) -> None:
         """Forget a session on this worker only (placement untouched)."""
@@ -426,7 +577,7 @@ class InferenceWorker:
                     if not state.options:
                         await self._offer(session)
                     elif self.sessions.get(session.session_id) is session:
-                        await self._choices(session.session_id, state)
+                        await self._choices(session)
                 elif isinstance(state, narrative.Character) and not state.greeted:
                     session.narrative, greeting = narrative.character_greet(state)
                     await self._send(session.session_id, m.Line(speaker=state.name, text=greeting))
@@ -463,13 +614,13 @@ class InferenceWorker:
             return  # ended or moved while the options were written
         session.narrative = answer.state
         await self._save_snapshot(session)  # a pick after a failover finds this pair on offer
-        await self._choices(session.session_id, answer.state)
+        await self._choices(session)
 
-    async def _character_turn(self, session: LiveSession, line: str) -> None:
+    async def _character_turn(self, session: LiveSession, camera: Camera, line: str) -> None:
         sid = session.session_id
         try:
             async with self._narrating.setdefault(sid, asyncio.Lock()):
-                await self._send(sid, m.Line(speaker="you", text=line))
+                await self._send(sid, m.Line(speaker=camera.name, text=line, slot=camera.slot))
                 world = await self._world_change(session, None)
                 character, seed = session.narrative, session.seed
                 loop = asyncio.get_running_loop()
@@ -538,13 +689,14 @@ class InferenceWorker:
             self._engine_thread, self.core.apply_and_describe, session.world_id, event_text
         )
         if event_text:
-            session.stepped_keys = None  # a cut: the next frame already shows the change
+            for camera in session.cameras.values():
+                camera.stepped_keys = None  # a cut: the next frame already shows the change
             self._demand.set()
         return world
 
     # --- the loops that drive the core -----------------------------------------------------
     async def _pace_loop(self) -> None:
-        """Every tick, each live session shows its next buffered frame."""
+        """Every tick, each live camera shows its next buffered frame."""
         loop = asyncio.get_running_loop()
         period = 1.0 / self.fps
         next_tick = last_status = loop.time()
@@ -567,8 +719,11 @@ class InferenceWorker:
         loop = asyncio.get_running_loop()
         period = 1.0 / self.fps
         while True:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that lands
+            # as the event is set, and stop() would wait for this loop forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._demand.wait(), period)
+                async with asyncio.timeout(period):
+                    await self._demand.wait()
             self._demand.clear()
             batch = self.core.schedule()
             if batch is not None:
@@ -608,7 +763,7 @@ class InferenceWorker:
 
     async def _monitor_once(self) -> None:
         alive = await asyncio.to_thread(
-            self.failover.beat, load=len(self.sessions), fps=self.core.achieved_fps
+            self.failover.beat, load=self.core.cameras(), fps=self.core.achieved_fps
         )
         if not alive:
             # We were reaped (stalled past the deadline): our sessions belong to others now.
@@ -633,10 +788,12 @@ class InferenceWorker:
                 await self.layer.send(m.worker_channel(target), attach.to_message())
 
     # --- messages to clients ---------------------------------------------------------------
-    async def _send_frames(self, frames: list[tuple[str, bytes]]) -> None:
+    async def _send_frames(self, frames: list[tuple[Camera, bytes]]) -> None:
         sends = [
-            self.layer.group_send(m.session_group(sid), m.Frame(data=data).to_message())
-            for sid, data in frames
+            self.layer.group_send(
+                m.camera_group(camera.session_id, camera.slot), m.Frame(data=data).to_message()
+            )
+            for camera, data in frames
         ]
         for result in await asyncio.gather(*sends, return_exceptions=True):
             if isinstance(result, Exception):
@@ -653,11 +810,26 @@ class InferenceWorker:
         )
         await self._send(session_id, status)
 
-    async def _choices(self, session_id: str, story: narrative.Story) -> None:
-        await self._send(session_id, m.Choices(**narrative.choices_message(story)))
+    async def _choices(self, session: LiveSession) -> None:
+        """The pair on offer with the votes so far, to everyone in the session."""
+        story = session.narrative
+        if not isinstance(story, narrative.Story):
+            return
+        ballot = self._ballot(session, story)
+        closes_in = None
+        if ballot.closes_at is not None:
+            closes_in = round(max(0.0, ballot.closes_at - asyncio.get_running_loop().time()), 1)
+        choices = m.Choices(
+            **narrative.choices_message(story),
+            votes=tuple(ballot.counts(ballot.players)),
+            audience=tuple(ballot.counts(ballot.audience)),
+            closes_in=closes_in,
+            picked=session.last_pick,
+        )
+        await self._send(session.session_id, choices)
 
-    async def _error(self, session_id: str, code: str, message: str) -> None:
-        await self._send(session_id, m.Error(code=code, message=message))
+    async def _error(self, camera: Camera, code: str, message: str) -> None:
+        await self._send(camera.session_id, m.Error(code=code, message=message, slot=camera.slot))
 
     async def _send(self, session_id: str, message: m.Message) -> None:
         """Send to a session's group; a failed send is logged, never raised into the loop."""
@@ -685,10 +857,18 @@ class InferenceWorker:
         return {
             "name": self.name,
             "sessions": len(self.sessions),
+            "players": core.cameras() if core else 0,
             "fps": round(self.achieved_fps, 2),
             "chunk_cap": core.controller.cap if core else 1,
             "frames_sent": core.frames_sent if core else 0,
-            "frames_discarded": sum(s.frames_discarded for s in self.sessions.values()),
+            "frames_discarded": sum(
+                c.frames_discarded for s in self.sessions.values() for c in s.cameras.values()
+            ),
             "narrative_waiting": self._runner.waiting(),
             "narrative_backends": self.narrator.backends,
         }
+
+
+def _frames(session: LiveSession) -> int:
+    """Frames the session's players have been shown so far, all cameras together."""
+    return sum(c.frame_no for c in session.cameras.values())

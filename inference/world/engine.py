@@ -35,11 +35,15 @@ DEFAULT_WEIGHTS = WEIGHTS_DIR / "world_model.safetensors"
 INITIAL_CREATURES = 2
 DECODE_BATCH = 512  # frames per renderer forward (bounds memory, not results)
 
-__all__ = ["PromptError", "SnapshotError", "WorldEngine"]
+__all__ = ["PromptError", "SnapshotError", "UnsupportedEvent", "WorldEngine"]
 
 
 class PromptError(ValueError):
     """Empty, too long (> 500 chars) or unusable text."""
+
+
+class UnsupportedEvent(PromptError):
+    """Text naming nothing this model can do: ``unsupported``, not moderation's ``rejected``."""
 
 
 def _check_text(text: str) -> str:
@@ -98,10 +102,12 @@ class WorldEngine:
         self._grow({world.world_id: self._needed_chunks(world, [(0, 0)])})
         return world.world_id
 
-    def add_player(self, world_id: str) -> str:
+    def add_player(self, world_id: str, slot: int | None = None) -> str:
+        """A new avatar at its slot's spawn point; ``slot`` (its colour) defaults to the next."""
         world = self._world(world_id)
-        player = PlayerState(uuid.uuid4().hex, world.next_slot, *ws.player_spawn(world.next_slot))
-        world.next_slot += 1
+        slot = world.next_slot if slot is None else int(slot)
+        player = PlayerState(uuid.uuid4().hex, slot, *ws.player_spawn(slot))
+        world.next_slot = max(world.next_slot, slot) + 1
         world.players.append(player)
         self._player_world[player.player_id] = world_id
         self._grow({world_id: self._needed_chunks(world, [(player.x, player.y)])})
@@ -121,14 +127,16 @@ class WorldEngine:
     def players(self, world_id: str) -> list[str]:
         return [p.player_id for p in self._world(world_id).players]
 
-    def apply_event(self, world_id: str, text: str) -> None:
-        """Change a running world from text; raises PromptError if nothing is recognised."""
+    def apply_event(self, world_id: str, text: str, near: str | None = None) -> None:
+        """Change a running world from text, around player ``near`` (default: the first);
+        raises PromptError if nothing is recognised."""
         world = self._world(world_id)
         heads = self._text_heads(_check_text(text), self.model.event_heads)
         choice = {k: int(v.argmax()) - 1 for k, v in heads.items()}  # -1: no such event
         if all(v < 0 for v in choice.values()):
-            raise PromptError("no world event recognised in the text")
-        anchor = world.players[0] if world.players else PlayerState("", 0, 0, 0)
+            raise UnsupportedEvent("no world event recognised in the text")
+        by = [p for p in world.players if p.player_id == near]
+        anchor = (by or world.players or [PlayerState("", 0, 0, 0)])[0]
         if choice["weather"] >= 0:
             world.weather = choice["weather"]
         if choice["time"] >= 0:

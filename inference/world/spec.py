@@ -21,7 +21,9 @@ CREATURES = ("fox", "deer", "rabbit", "wolf", "bird")
 FEATURES = ("pond", "flowers", "rocks")
 FEATURE_KIND = {"pond": 3, "flowers": 1, "rocks": 2}
 
-AVATAR_COLORS = 4
+# Avatar colours by seat slot (slot % 4: a fifth player shares the first one's colour).
+AVATAR_RGB = ((220, 40, 40), (40, 80, 230), (240, 210, 30), (220, 50, 220))
+AVATAR_COLORS = len(AVATAR_RGB)
 # Sprite kinds: avatars first, then creatures.
 SPRITE_KINDS = AVATAR_COLORS + len(CREATURES)
 MAX_SPRITES = 8  # per frame; the rest are not drawn
@@ -48,6 +50,22 @@ KEY_DIRS = {"w": (0, -1), "s": (0, 1), "a": (-1, 0), "d": (1, 0)}
 DIRECTIONS = ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1))
 
 _MASK64 = (1 << 64) - 1
+
+
+# What to offer when text names nothing the model can do (one line per kind of event).
+EVENT_SUGGESTIONS = (
+    "it starts to snow",
+    "night falls",
+    "a fox runs past",
+    "a pond appears",
+    "the fog rolls in",
+    "flowers bloom around me",
+)
+
+
+def avatar_hex(slot: int) -> str:
+    """The CSS colour of a seat's avatar (what the page shows beside the player's name)."""
+    return "#{:02x}{:02x}{:02x}".format(*AVATAR_RGB[slot % AVATAR_COLORS])
 
 
 def token_of(biome: int, kind: int) -> int:
@@ -86,16 +104,38 @@ def box_tiles(x: int, y: int) -> list[tuple[int, int]]:
 
 
 def move(x: int, y: int, dx: int, dy: int, speed: int, is_solid) -> tuple[int, int]:
-    """Axis-separated move: each axis is taken only if the box lands on walkable tiles."""
+    """Axis-separated move: each axis is taken only if the box lands on walkable tiles. Held
+    straight into an obstacle's corner, the box slides sideways round it (up to SLIDE_PX off
+    the line) instead of stopping dead."""
+
+    def free(px: int, py: int) -> bool:
+        return not any(is_solid(tx, ty) for tx, ty in box_tiles(px, py))
+
     if dx:
         nx = x + dx * speed
-        if not any(is_solid(tx, ty) for tx, ty in box_tiles(nx, y)):
+        if free(nx, y):
             x = nx
+        elif not dy and (step := _slide(lambda k: free(nx, y + k), speed)) and free(x, y + step):
+            y += step
     if dy:
         ny = y + dy * speed
-        if not any(is_solid(tx, ty) for tx, ty in box_tiles(x, ny)):
+        if free(x, ny):
             y = ny
+        elif not dx and (step := _slide(lambda k: free(x + k, ny), speed)) and free(x + step, y):
+            x += step
     return x, y
+
+
+SLIDE_PX = BOX_HALF + 1  # how far off its line a blocked box looks for a way round
+
+
+def _slide(clear_at, speed: int) -> int:
+    """The sideways step toward the nearer side that clears the obstacle (0: none does)."""
+    for k in range(1, SLIDE_PX + 1):
+        for side in (1, -1):
+            if clear_at(side * k):
+                return side * min(speed, k)
+    return 0
 
 
 def creature_dir(seed: int, creature: int, t: int) -> tuple[int, int]:

@@ -1,6 +1,7 @@
-// The watch page: the same frame stream as the player's, read-only, with the viewer count, the
-// story so far and its options, or the conversation (narrative.js). The socket, the canvas and
-// the HUD: live_view.js.
+// The watch page: the frames of the session's first player's camera, read-only, with the viewer
+// count, who is playing (presence.js, without controls), the story so far with the audience's
+// votes on its options, or the conversation (narrative.js). The socket, the canvas and the HUD:
+// live_view.js.
 (() => {
   "use strict";
 
@@ -8,6 +9,7 @@
   if (!root) return;
   const { attachScreen, openSocket } = window.ParallaxLiveView;
   const viewers = document.getElementById("hud-viewers");
+  const presenceBox = document.getElementById("presence");
   const screen = attachScreen({
     root,
     canvas: document.getElementById("watch-canvas"),
@@ -24,7 +26,23 @@
       ended: "This session has ended.",
     },
   });
-  const narrative = window.ParallaxNarrative.attach(); // no onPick: read-only
+  let players = [];
+  // Spectators vote as the audience: counted apart from the players' votes.
+  const narrative = window.ParallaxNarrative.attach({
+    onPick: (choiceId, option) => socket.send({ type: "vote", choice_id: choiceId, option }),
+    colorFor: (slot) => (players.find((p) => p.slot === slot) || {}).color || null,
+  });
+  const presence = window.ParallaxPresence.attach({
+    list: document.getElementById("presence-list"),
+    count: document.getElementById("presence-count"),
+  });
+
+  function showPlayers(list) {
+    // A spectator is none of them, whatever a message says.
+    players = list.map((p) => ({ ...p, you: false }));
+    presence.update(players);
+    presenceBox.hidden = players.length === 0;
+  }
 
   const socket = openSocket({
     path: root.dataset.socket,
@@ -32,9 +50,19 @@
     screen,
     onFrame: screen.draw,
     onJson(msg) {
-      if (narrative.handle(msg) || msg.type !== "status") return;
+      if (narrative.handle(msg)) return;
+      if (msg.type === "presence") {
+        showPlayers(msg.players || []);
+        return;
+      }
+      if (msg.type !== "status") return;
+      if (Array.isArray(msg.players)) showPlayers(msg.players);
       if (typeof msg.viewers === "number") viewers.textContent = msg.viewers;
-      if (msg.state === "ended") socket.stop();
+      if (msg.state === "ended") {
+        socket.stop();
+        const join = document.getElementById("join-link");
+        if (join) join.hidden = true;
+      }
       screen.setState(msg.state);
     },
     onGiveUp(code, stopped) {

@@ -158,6 +158,37 @@ def start_public_session(context, base: str, slug: str) -> tuple[object, str]:
     return player, session["watch_url"]
 
 
+def shoot_shared(shooter: "Shooter", visitor, moderator, slug: str) -> None:
+    """A shared world: the join page of its invite link, the moderator and a guest playing it
+    (the creator's play page, with the presence list), its Live card and its watch page."""
+    frame = ("#play[data-frames]", "the world's first frame")
+    host = moderator.new_page()
+    host.goto(f"{shooter.base}/play/{slug}/")
+    wait_for(host, frame[0], frame[1])
+    session_id = host.get_attribute("#play", "data-session")
+    if not session_id:
+        print("  note: no shared session started; no join, live or shared play screenshots")
+        host.close()
+        return
+    shooter.shoot(visitor, "join", f"/join/{session_id}/")
+    guest = visitor.new_page()
+    guest.goto(f"{shooter.base}/join/{session_id}/")
+    if guest.locator("#join-name").count():
+        guest.fill("#join-name", "Sam")
+    guest.click("#join-button")
+    wait_for(guest, frame[0], "the guest's first frame")
+    both = ("#presence-list .presence-player:nth-child(2)", "both players in the presence list")
+    thumbs = (".live-card[data-thumb-loads]", "a live thumbnail")
+    shooter.shoot(visitor, "live", "/live/", ready=[thumbs])
+    shooter.shoot(visitor, "home-live", "/", ready=[thumbs])
+    shooter.shoot(visitor, "watch-shared", f"/watch/{session_id}/",
+                  ready=[("#watch[data-frames]", "a frame"), both], full_page=False)  # fmt: skip
+    host.close()  # the creator's seat, reopened by the screenshot's own tab
+    shooter.shoot(moderator, "play-shared", f"/play/{slug}/?session={session_id}",
+                  ready=[frame, both], full_page=False)  # fmt: skip
+    guest.close()
+
+
 def shoot_all(browser, base: str, out: Path, slugs: dict[str, str]) -> list[Path]:
     saved = []
     for size, options in SIZES.items():
@@ -167,6 +198,7 @@ def shoot_all(browser, base: str, out: Path, slugs: dict[str, str]) -> list[Path
         moderator = browser.new_context(**options)
         log_in(moderator, base)
         shooter.shoot(visitor, "home", "/")
+        shooter.shoot(visitor, "live-empty", "/live/", ready=[("#live[data-loaded]", "the list")])
         shooter.shoot(visitor, "category", "/c/games/")
         shooter.shoot(visitor, "search", "/search/?q=forest")
         shooter.shoot(visitor, "world", f"/w/{slugs['games']}/")
@@ -186,7 +218,9 @@ def shoot_all(browser, base: str, out: Path, slugs: dict[str, str]) -> list[Path
         shooter.shoot(visitor, "watch", watch_url, ready=[("#watch[data-frames]", "a frame")],
                       full_page=False)  # fmt: skip
         player.close()
-        shooter.shoot(visitor, "live", "/live/")  # the Live page: a note while it 404s
+        # A story world for the shared shots: the games world above still holds the moderator's
+        # session (closing its tab leaves it in its reconnect grace).
+        shoot_shared(shooter, visitor, moderator, slugs.get("stories") or slugs["games"])
         shooter.shoot(moderator, "publish", "/publish/")
         shooter.shoot(moderator, "moderation-queue", "/moderation/")
         visitor.close()

@@ -105,7 +105,9 @@ def test_the_character_greets_and_answers_in_the_chat(live_url, page, request):
         timeout=60_000,
     )
     lines = page.locator("#chat-log li:not(.chat-partial)").all_text_contents()
-    assert lines[1] == "you: who are you? 1 2"
+    # Each line says who spoke: an anonymous player is "Guest 1", their own line marked as theirs.
+    assert lines[1] == "Guest 1: who are you? 1 2"
+    assert "chat-you" in page.locator("#chat-log li").nth(1).get_attribute("class")
     # The character answers in its own voice: a sentence of its own, not the card recited.
     assert lines[2].startswith("Old Tom: ") and len(lines[2]) > len("Old Tom: ") + 3
     assert "A gruff marsh ferryman." not in lines[2]

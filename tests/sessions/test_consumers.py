@@ -18,7 +18,7 @@ from django.test import Client
 
 from gallery.asgi import application
 from inference.serving.frames import encode_frame
-from inference.serving.messages import session_group, worker_channel
+from inference.serving.messages import camera_group, session_group, worker_channel
 from sessions import services
 from sessions.models import EndReason, PlaySession, SessionStatus
 from tests.sessions.play_fixtures import Inbox, make_user, make_world
@@ -189,6 +189,7 @@ async def test_held_keys_reach_the_worker_with_their_seq(worker_slots):
         "session_id": str(stage.session.id),
         "seq": 5,
         "keys": ["d", "w"],
+        "slot": 0,
     }
 
 
@@ -267,7 +268,7 @@ async def test_frames_reach_the_player_and_every_spectator(worker_slots):
         seen_by_player = await _json(player, "status")
     frame = encode_frame(12, 5, b"\xff\xd8jpeg-bytes\xff\xd9")
     await get_channel_layer().group_send(
-        session_group(stage.session.id), {"type": "session.frame", "data": frame}
+        camera_group(stage.session.id, 0), {"type": "session.frame", "data": frame}
     )
 
     async def next_bytes(socket):
@@ -459,6 +460,7 @@ async def test_the_worker_gets_the_story_opening_and_a_pick(worker_slots):
         "session_id": str(stage.session.id),
         "choice_id": "c1",
         "option": 1,
+        "slot": 0,
     }
     assert error["code"] == "unsupported"  # no one to talk to in a story
 
@@ -485,6 +487,7 @@ async def test_the_worker_gets_the_character_card_and_a_line(worker_slots):
         "type": "session.say",
         "session_id": str(stage.session.id),
         "text": "who are you?",
+        "slot": 0,
     }
     assert error["code"] == "unsupported"  # no story to pick from
 
@@ -542,7 +545,9 @@ async def test_choices_and_lines_reach_the_player_and_spectators_but_errors_only
         "story": ["The boats...", "You wait."],
     }
     await layer.group_send(group, {"type": "session.choices", **choices})
-    await layer.group_send(group, {"type": "session.say", "speaker": "you", "text": "hi"})
+    await layer.group_send(
+        group, {"type": "session.say", "speaker": "player", "text": "hi", "slot": 0}
+    )
     await layer.group_send(group, {"type": "session.error", "code": "stale_choice", "message": "x"})
     seen = {}
     for name, socket in (("player", player), ("watcher", watcher)):
@@ -552,8 +557,11 @@ async def test_choices_and_lines_reach_the_player_and_spectators_but_errors_only
     watcher_error = await _json(watcher, "error")
     await watcher.disconnect()
     await player.disconnect()
-    expected = [{"type": "choices", **choices}, {"type": "say", "speaker": "you", "text": "hi"}]
-    assert seen == {"player": expected, "watcher": expected}
+    counts = {"votes": [0, 0], "audience": [0, 0], "closes_in": None, "voted": None, "picked": ""}
+    said = {"type": "say", "speaker": "player", "text": "hi", "slot": 0}
+    expected = [{"type": "choices", **choices, **counts}, {**said, "you": True}]
+    # Only the player's own line is "you" to them; the spectator sits nowhere.
+    assert seen == {"player": expected, "watcher": [expected[0], {**said, "you": False}]}
     assert player_error["code"] == "stale_choice"
     assert watcher_error["code"] == "read_only"
 

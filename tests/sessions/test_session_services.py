@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from sessions import services
+from sessions import seats, services
 from sessions.models import EndReason, PlaySession, SessionStatus
 from sessions.worker_client import get_placement
 from tests.sessions.play_fixtures import make_user, make_world
@@ -66,7 +66,7 @@ def test_a_promotion_that_loses_its_slot_to_a_race_keeps_the_queue_head(
     third, _ = _create(world, make_user())
     placement = services.get_placement()
     real_reserve = placement.reserve_slot
-    monkeypatch.setattr(placement, "reserve_slot", lambda sid: None)  # another process won
+    monkeypatch.setattr(placement, "reserve_slot", lambda sid, seats=1: None)  # another process won
     services.session_end(session=first, reason=EndReason.PLAYER)
     second.refresh_from_db()
     assert second.status == SessionStatus.QUEUED
@@ -88,7 +88,7 @@ def test_it_returns_the_running_session_when_the_player_comes_back(world, player
 def test_it_limits_anonymous_sessions_per_browser(worker_slots):
     worker_slots.add(capacity=8)
     playing, _ = _create(make_world(), key="browser-1")
-    services.session_attached(session=playing, channel="tab-1")
+    seats.seat_attached(seat=playing.seats.get(slot=0), channel="tab-1")
     with pytest.raises(services.SessionLimitReached):
         _create(make_world(), key="browser-1")
     other, created = _create(make_world(), key="browser-2")
@@ -98,8 +98,8 @@ def test_it_limits_anonymous_sessions_per_browser(worker_slots):
 def test_opening_another_world_ends_the_one_whose_socket_is_gone(worker_slots):
     worker_slots.add(capacity=8)
     left, _ = _create(make_world(), key="browser-1")
-    services.session_attached(session=left, channel="tab-1")
-    services.session_detached(session=left, channel="tab-1")
+    seats.seat_attached(seat=left.seats.get(slot=0), channel="tab-1")
+    seats.seat_detached(seat=left.seats.get(slot=0), channel="tab-1")
     new, created = _create(make_world(), key="browser-1")
     left.refresh_from_db()
     assert created and new.is_active
@@ -133,7 +133,7 @@ def test_it_limits_sessions_per_account(player, worker_slots, settings):
     worker_slots.add(capacity=8)
     for tab in ("tab-1", "tab-2"):
         session, _ = _create(make_world(), player)
-        services.session_attached(session=session, channel=tab)
+        seats.seat_attached(seat=session.seats.get(slot=0), channel=tab)
     with pytest.raises(services.SessionLimitReached):
         _create(make_world(), player)
 
@@ -197,7 +197,7 @@ def test_a_queued_session_that_ends_leaves_the_queue(world, worker_slots):
 def test_the_reaper_ends_idle_sessions(world, player, worker_slots, short_limits):
     worker_slots.add(capacity=2)
     session, _ = _create(world, player)
-    services.session_attached(session=session)
+    seats.seat_attached(seat=session.seats.get(slot=0), channel="")
     later = timezone.now() + timedelta(seconds=301)
     ended = services.sessions_reap(now=later)
     assert [s.id for s in ended] == [session.id]
@@ -208,7 +208,7 @@ def test_the_reaper_ends_idle_sessions(world, player, worker_slots, short_limits
 def test_the_reaper_keeps_sessions_with_recent_input(world, player, worker_slots, short_limits):
     worker_slots.add(capacity=2)
     session, _ = _create(world, player)
-    services.session_attached(session=session)
+    seats.seat_attached(seat=session.seats.get(slot=0), channel="")
     later = timezone.now() + timedelta(seconds=280)
     services.session_touch_input(session_id=session.id, at=later - timedelta(seconds=10))
     assert services.sessions_reap(now=later) == []
@@ -222,7 +222,7 @@ def test_the_reaper_ends_sessions_past_the_maximum_length(
     short_limits.SESSION_MAX_SECONDS = 600
     worker_slots.add(capacity=2)
     session, _ = _create(world, player)
-    services.session_attached(session=session)
+    seats.seat_attached(seat=session.seats.get(slot=0), channel="")
     later = timezone.now() + timedelta(seconds=601)
     services.session_touch_input(session_id=session.id, at=later)
     services.sessions_reap(now=later)
@@ -233,12 +233,12 @@ def test_the_reaper_ends_sessions_past_the_maximum_length(
 def test_a_player_who_left_is_ended_only_after_the_grace(world, player, worker_slots, short_limits):
     worker_slots.add(capacity=2)
     session, _ = _create(world, player)
-    services.session_attached(session=session)
-    services.session_detached(session=session)
+    seats.seat_attached(seat=session.seats.get(slot=0), channel="")
+    seats.seat_detached(seat=session.seats.get(slot=0), channel="")
     soon = timezone.now() + timedelta(seconds=20)
-    assert not services.session_end_if_abandoned(session_id=session.id, now=soon)
+    assert not seats.seat_leave_if_abandoned(seat_id=session.seats.get(slot=0).pk, now=soon)
     later = timezone.now() + timedelta(seconds=31)
-    assert services.session_end_if_abandoned(session_id=session.id, now=later)
+    assert seats.seat_leave_if_abandoned(seat_id=session.seats.get(slot=0).pk, now=later)
     session.refresh_from_db()
     assert session.end_reason == EndReason.ABANDONED
 
@@ -246,10 +246,10 @@ def test_a_player_who_left_is_ended_only_after_the_grace(world, player, worker_s
 def test_a_player_who_came_back_is_not_ended(world, player, worker_slots, short_limits):
     worker_slots.add(capacity=2)
     session, _ = _create(world, player)
-    services.session_detached(session=session)
-    services.session_attached(session=session)
+    seats.seat_detached(seat=session.seats.get(slot=0), channel="")
+    seats.seat_attached(seat=session.seats.get(slot=0), channel="")
     later = timezone.now() + timedelta(seconds=31)
-    assert not services.session_end_if_abandoned(session_id=session.id, now=later)
+    assert not seats.seat_leave_if_abandoned(seat_id=session.seats.get(slot=0).pk, now=later)
 
 
 def test_a_session_whose_worker_died_waits_for_failover(world, player, worker_slots):

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions import services, tasks
-from sessions.models import PlaySession, SessionStatus
+from sessions import seats, services, tasks
+from sessions.models import PlaySession, Seat, SessionStatus
 from tests.sessions.play_fixtures import make_user
 
 pytestmark = pytest.mark.django_db
@@ -23,11 +23,12 @@ def test_the_reaper_task_frees_slots_for_the_queue(world, worker_slots, short_li
     worker_slots.add(capacity=1)
     stale = _session(world, make_user())
     waiting = _session(world, make_user())
-    services.session_attached(session=waiting)
+    seats.seat_attached(seat=waiting.seats.get(slot=0), channel="")
     PlaySession.objects.filter(pk=stale.pk).update(
         started_at=timezone.now() - timedelta(hours=1),
         last_input_at=timezone.now() - timedelta(hours=1),
     )
+    Seat.objects.filter(session=stale).update(joined_at=timezone.now() - timedelta(hours=1))
     assert tasks.reap_sessions.delay().get() == 1
     waiting.refresh_from_db()
     assert waiting.status == SessionStatus.STARTING

@@ -3,7 +3,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from sessions.models import EndReason, PlaySession, SessionStatus
+from sessions.models import EndReason, PlaySession, Seat, SessionStatus
 from tests.sessions.play_fixtures import make_user, make_world
 from worlds.models import WorldStatus
 
@@ -54,7 +54,7 @@ def test_a_second_anonymous_session_while_the_first_is_played_is_refused(client,
     worker_slots.add(capacity=4)
     first = client.post("/api/sessions/", {"world": make_world().slug}, format="json")
     # Its socket is on (the play page is open in a tab).
-    PlaySession.objects.filter(pk=first.json()["id"]).update(disconnected_at=None)
+    Seat.objects.filter(session_id=first.json()["id"]).update(disconnected_at=None)
     response = client.post("/api/sessions/", {"world": make_world().slug}, format="json")
     assert response.status_code == 429
     assert "session" in response.json()["detail"]

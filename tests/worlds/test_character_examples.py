@@ -45,6 +45,7 @@ def test_the_worker_is_sent_at_most_eight_example_lines(owner):
     class Session:
         id = "s1"
         world_version = world.current_version
+        is_live_world = False
 
     card = attach_message(Session, restore=False).character
     assert card.examples == tuple(f"Line {n}." for n in range(8))

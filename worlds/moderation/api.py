@@ -44,6 +44,12 @@ class ReportIn(serializers.Serializer):
     )
     world = serializers.CharField(required=False, allow_blank=True, help_text="Text context.")
     session = serializers.CharField(required=False, allow_blank=True, help_text="Text context.")
+    player = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=63,
+        help_text="A shared session's player, by seat slot (session and session-text reports).",
+    )
 
 
 class ReportOut(serializers.ModelSerializer):
@@ -53,7 +59,7 @@ class ReportOut(serializers.ModelSerializer):
         model = Report
         fields = [
             "id", "reporter", "target_type", "target_id", "field", "text", "reason", "note",
-            "status", "created_at",
+            "player_slot", "player_name", "status", "created_at",
         ]  # fmt: skip
 
 
@@ -146,6 +152,7 @@ class ReportCreateApi(APIView):
                 field=data.get("field", ""),
                 world_key=data.get("world", ""),
                 session_key=data.get("session", ""),
+                player_slot=data.get("player"),
             )
         except services.ReportRateLimited as exc:
             raise Throttled(detail=str(exc)) from None

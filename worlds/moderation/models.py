@@ -56,6 +56,9 @@ class Report(models.Model):
         related_name="reports_against",
     )
     session_id = models.UUIDField(null=True, blank=True)
+    # A shared session's player the report names (their seat slot and name as it was).
+    player_slot = models.PositiveSmallIntegerField(null=True, blank=True)
+    player_name = models.CharField(max_length=40, blank=True)
     field = models.CharField(max_length=40, blank=True)  # for text: title, description, event...
     text = models.TextField(max_length=2000, blank=True)  # the reported text, as it was
     reason = models.CharField(max_length=16, choices=ReportReason.choices)
@@ -95,6 +98,7 @@ class ActionKind(models.TextChoices):
     SUSPEND = "suspend", "Suspend user"
     UNSUSPEND = "unsuspend", "Lift suspension"
     END_SESSION = "end_session", "End live session"
+    REMOVE_PLAYER = "remove_player", "Remove a player from a shared session"
     HOLD = "hold", "Hold for review"  # automatic screening
     REFUSE = "refuse", "Refuse text"  # automatic screening
     APPEAL = "appeal", "Appeal"

@@ -26,6 +26,9 @@ from worlds.moderation.models import (
     Suspension,
     TargetType,
 )
+
+# Play asks it too (may this user remove a player from a session): re-exported.
+from worlds.moderation.selectors import is_moderator as is_moderator
 from worlds.moderation.selectors import prompt_cache_key, suspension_active
 from worlds.moderation.selectors import session_for_moderator as _session_for_moderator
 
@@ -144,3 +147,15 @@ def prompt_record(*, session_id, text: str, status: str) -> None:
 def session_for_moderator(*, user, session_id):
     """Any session (private ones too) when the viewer is a moderator; None otherwise."""
     return _session_for_moderator(user=user, session_id=session_id)
+
+
+def player_removal_record(*, moderator, session, name: str, reason: str) -> None:
+    """A moderator removed a player from a shared session: it goes in the audit log."""
+    audit_record(
+        actor=moderator,
+        action=ActionKind.REMOVE_PLAYER,
+        target=Target(TargetType.SESSION, str(session.pk), f"{name} in {session.world_id}"),
+        reason=reason,
+        before={"player": name},
+        after={"player": None},
+    )

@@ -6,6 +6,7 @@ apps ask of moderation is in `policy`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import uuid
 from datetime import timedelta
@@ -158,9 +159,11 @@ def report_create(
     field: str = "",
     world_key: str = "",
     session_key: str = "",
+    player_slot: int | None = None,
 ) -> Report:
     """A signed-in user's report. Text reports name the text (and where it was seen) instead of
-    a target id. Raises ValidationError (bad input, duplicate), UserSuspended, ReportRateLimited.
+    a target id; reports on a shared session (or text seen in one) may name a player by seat
+    slot. Raises ValidationError (bad input, duplicate), UserSuspended, ReportRateLimited.
     """
     if reporter is None or not reporter.is_authenticated:
         raise PermissionDenied("Sign in to report.")
@@ -178,6 +181,9 @@ def report_create(
         world_key=world_key,
         session_key=session_key,
     )
+    player_name = ""
+    if player_slot is not None:
+        target, player_name = _report_player(target, player_slot)
     if target.user is not None and target.user.pk == reporter.pk and target_type == "user":
         raise _invalid("target_id", "You cannot report yourself.")
     open_reports = Report.objects.filter(
@@ -195,6 +201,8 @@ def report_create(
                 world=target.world,
                 target_user=target.user,
                 session_id=getattr(target.session, "pk", None),
+                player_slot=player_slot if player_name else None,
+                player_name=player_name,
                 field=field if target.type == TargetType.TEXT else "",
                 text=(text or "").strip() if target.type == TargetType.TEXT else "",
                 reason=reason,
@@ -229,6 +237,17 @@ def _report_target(
     )
     user = getattr(session, "player", None) if session else world.creator if world else None
     return Target(TargetType.TEXT, target_id, text[:200], world=world, user=user, session=session)
+
+
+def _report_player(target: Target, slot: int) -> tuple[Target, str]:
+    """The player in a shared session's seat becomes the person the report is about."""
+    if target.session is None:
+        raise _invalid("player", "Only a session's players can be named.")
+    seat = target.session.seats.filter(slot=slot).order_by("-joined_at").first()
+    if seat is None:
+        raise _invalid("player", "Nobody played in that seat.")
+    label = f"{seat.name} in {target.label}"[:200]
+    return dataclasses.replace(target, user=seat.user, label=label), seat.name
 
 
 def _visible_for_report(world: World) -> bool:

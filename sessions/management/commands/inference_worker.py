@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from inference.serving.placement import RedisPlacement
 from inference.serving.worker import InferenceWorker
 from sessions.worker_client import screen_generated_line
+from sessions.world_store import StorageWorldStore
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")  # a valid channel-name part
 
@@ -57,6 +58,8 @@ class Command(BaseCommand):
             fps=options["fps"],
             weights=options["weights"],
             screen=screen_generated_line,
+            world_store=StorageWorldStore(),
+            vote_window_s=settings.STORY_VOTE_SECONDS,
         )
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -7,7 +7,7 @@ import simplejpeg
 from inference.serving.core import EngineCore
 from inference.serving.frames import decode_header, frame_jpeg
 from inference.serving.messages import Event
-from inference.serving.session import LiveSession, SessionStatus
+from inference.serving.session import Camera, LiveSession, SessionStatus
 
 
 @pytest.fixture
@@ -19,12 +19,18 @@ def core(engine):
             core.drop_world(session.world_id)
 
 
-def _live(core: EngineCore, session_id: str, now: float = 0.0) -> LiveSession:
+def _live(core: EngineCore, session_id: str, now: float = 0.0, players: int = 1) -> LiveSession:
     session = LiveSession(session_id=session_id, prompt="a sunny meadow with a pond", seed=5)
+    for slot in range(players):
+        session.cameras[slot] = Camera(session_id, slot, name=f"P{slot}", joined=slot)
     core.sessions[session_id] = session
     core.create_world(session)
     core.go_live(session, now)
     return session
+
+
+def _cam(session: LiveSession, slot: int = 0) -> Camera:
+    return session.cameras[slot]
 
 
 def _step(core: EngineCore, now: float):
@@ -36,17 +42,17 @@ def _step(core: EngineCore, now: float):
 def test_no_live_session_plans_no_step(core):
     assert core.schedule() is None
     session = _live(core, "paused")
-    session.status = SessionStatus.PAUSED
+    _cam(session).status = SessionStatus.PAUSED
     assert core.schedule() is None
 
 
 def test_new_keys_are_answered_by_a_frame_the_step_returns(core):
     session = _live(core, "s1")
-    session.keys, session.keys_seq = frozenset({"d"}), 5
+    _cam(session).keys, _cam(session).keys_seq = frozenset({"d"}), 5
     outputs = _step(core, now=1.0)
-    ((session_id, data),) = outputs.frames
+    ((camera, data),) = outputs.frames
     version, _, frame_no, seq = decode_header(data)
-    assert (session_id, version, frame_no, seq) == ("s1", 1, 0, 5)
+    assert (camera.session_id, version, frame_no, seq) == ("s1", 1, 0, 5)
     image = simplejpeg.decode_jpeg(frame_jpeg(data), colorspace="RGB")
     assert image.shape[2] == 3 and image.shape[0] == image.shape[1] >= 64
     assert (outputs.events, outputs.failed) == ([], [])
@@ -54,18 +60,55 @@ def test_new_keys_are_answered_by_a_frame_the_step_returns(core):
 
 def test_text_events_come_back_as_answers(core):
     session = _live(core, "s1")
-    session.events.extend([(7, "it starts to snow"), (8, "x" * 600)])
+    _cam(session).events.extend([(7, "it starts to snow"), (8, "x" * 600)])
     outputs = _step(core, now=1.0)
-    assert outputs.events[0] == ("s1", Event(seq=7, status="applied"))
+    assert outputs.events[0] == (
+        "s1",
+        Event(seq=7, status="applied", by="P0", slot=0, text="it starts to snow"),
+    )
     assert outputs.events[1][1].status == "rejected" and "longer" in outputs.events[1][1].reason
-    assert session.state_seq == 7 and not session.events
+    assert _cam(session).state_seq == 7 and not _cam(session).events
+
+
+def test_text_the_model_cannot_do_is_unsupported_with_suggestions_not_rejected(core):
+    session = _live(core, "s1")
+    _cam(session).events.append((3, "the crowd goes wild"))
+    ((_, answer),) = _step(core, now=1.0).events
+    assert answer.status == "unsupported" and answer.reason
+    assert len(answer.suggest) >= 3 and all(isinstance(s, str) and s for s in answer.suggest)
+
+
+def test_each_player_of_a_shared_world_gets_their_own_camera(core):
+    session = _live(core, "room", players=2)
+    a, b = _cam(session, 0), _cam(session, 1)
+    a.keys, a.keys_seq = frozenset({"d"}), 4
+    b.keys, b.keys_seq = frozenset({"w"}), 9
+    frames = {camera.slot: data for camera, data in _step(core, now=1.0).frames}
+    assert sorted(frames) == [0, 1]
+    assert decode_header(frames[0])[3] == 4 and decode_header(frames[1])[3] == 9  # own seqs
+    first = simplejpeg.decode_jpeg(frame_jpeg(frames[0]), colorspace="RGB").astype(int)
+    second = simplejpeg.decode_jpeg(frame_jpeg(frames[1]), colorspace="RGB").astype(int)
+    assert abs(first - second).mean() > 2  # two avatars, two places, two views
+    assert len(core.engine.players(session.world_id)) == 2 and core.cameras() == 2
+
+
+def test_an_event_from_one_player_reaches_everyone_in_the_world(core):
+    session = _live(core, "room", players=2)
+    _step(core, now=1.0)
+    _cam(session, 1).events.append((5, "it starts to snow"))
+    outputs = _step(core, now=1.1)
+    ((sid, answer),) = outputs.events
+    assert (sid, answer.status, answer.by, answer.slot) == ("room", "applied", "P1", 1)
+    assert core.engine.describe(session.world_id)["weather"] == "snow"
+    # The other player's view is cut too: their next step is an answer that shows it.
+    assert _cam(session, 0).stepped_keys is None
 
 
 def test_the_pacer_shows_a_refill_in_order_once_it_is_due(core):
     session = _live(core, "s1")
     _step(core, now=1.0)  # the first step answers at once
     _step(core, now=1.0)  # a refill: buffered, not sent
-    assert session.buffered
+    assert _cam(session).buffered
     assert core.pace(1.0).frames == []  # not due yet: the answer just went out
     due = core.pace(1.0 + 1 / 24)
     assert [decode_header(data)[2] for _, data in due.frames] == [1]
@@ -73,10 +116,11 @@ def test_the_pacer_shows_a_refill_in_order_once_it_is_due(core):
 
 def test_a_failing_session_is_reported_and_the_others_still_get_frames(core):
     good = _live(core, "good")
-    bad = LiveSession(session_id="bad", player_id="no-such-player", joined=1)
-    bad.status = SessionStatus.LIVE
+    bad = LiveSession(session_id="bad", status=SessionStatus.LIVE)
+    bad.cameras[0] = Camera("bad", 0, player_id="no-such-player", joined=1)
+    bad.cameras[0].status = SessionStatus.LIVE
     core.sessions["bad"] = bad
-    good.keys = bad.keys = frozenset({"w"})
+    _cam(good).keys = bad.cameras[0].keys = frozenset({"w"})
     outputs = _step(core, now=1.0)
     assert outputs.failed == ["bad"]
-    assert [sid for sid, _ in outputs.frames] == ["good"]
+    assert [camera.session_id for camera, _ in outputs.frames] == ["good"]

@@ -43,7 +43,8 @@ async def _wait_for_snapshot(placement, session_id, *, seq: int, after_frame: in
             data = placement.load_snapshot(session_id)
             if data is not None:
                 meta, _ = unpack_snapshot(data)
-                if meta["applied_seq"] >= seq and meta["frame_no"] > after_frame:
+                camera = meta["cameras"][0]
+                if camera["applied_seq"] >= seq and camera["frame_no"] > after_frame:
                     return
             await asyncio.sleep(0.1)
 
@@ -103,11 +104,11 @@ async def test_a_crashed_workers_session_resumes_elsewhere_with_the_same_world(
     meta, world = unpack_snapshot(snapshot)
     engine_a.drop_world(world_id)
     engine_a.restore(world)
-    player = meta["player_id"]
+    player = meta["cameras"][0]["player_id"]
     expected = engine_a.step({player: frozenset()}, {player: 1})[player][0]
     expected = pixels(simplejpeg.encode_jpeg(expected, quality=80, colorspace="RGB"))
     assert resuming["worker"] == survivor.name
-    assert header[2] == meta["frame_no"] and header[3] == 8
+    assert header[2] == meta["cameras"][0]["frame_no"] and header[3] == 8
     assert np.abs(pixels(jpeg).astype(int) - expected.astype(int)).max() <= 2
     assert [h[2] for h, _ in more] == [header[2] + 1, header[2] + 2, header[2] + 3]
 

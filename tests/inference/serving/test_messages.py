@@ -19,12 +19,17 @@ INBOX = [
         category="characters",
         story_opening="",
         character=m.CharacterCard(name="Ferryman", persona="gruff", greeting="Well?"),
+        slot=2,
+        name="Ada",
+        persist_key="live-worlds/3/v.pxw",
     ),
-    m.Input(session_id="s1", seq=41, keys=("d", "w")),
-    m.Prompt(session_id="s1", seq=3, text="it starts to snow"),
-    m.Choose(session_id="s1", choice_id="c2", option=1),
-    m.Say(session_id="s1", text="who are you?"),
-    m.Detach(session_id="s1"),
+    m.Input(session_id="s1", seq=41, keys=("d", "w"), slot=1),
+    m.Prompt(session_id="s1", seq=3, text="it starts to snow", slot=3),
+    m.Choose(session_id="s1", choice_id="c2", option=1, slot=1),
+    m.Vote(session_id="s1", voter="user:4", choice_id="c2", option=0),
+    m.Say(session_id="s1", text="who are you?", slot=2),
+    m.Detach(session_id="s1", slot=1),
+    m.Unseat(session_id="s1", slot=1),
     m.End(session_id="s1", reason="idle"),
     m.Probe(nonce="abc"),
 ]
@@ -42,12 +47,17 @@ def test_every_inbox_message_survives_its_channel_layer_form(message):
     [
         m.Status(state="live", fps=23.5, reason=None, worker="w1"),
         m.Event(seq=3, status="applied"),
+        m.Event(seq=4, status="unsupported", reason="no", by="Ada", slot=2, suggest=("snow",)),
         m.Choices(choice_id="c1", options=("Wade in", "Turn back"), story=("It began.",)),
+        m.Choices(choice_id="c1", options=("a", "b"), votes=(2, 1), audience=(0, 5), closes_in=9.5),
         m.Line(speaker="Ferryman", text="Well?"),
-        m.Error(code="stale_choice", message="That choice has passed."),
+        m.Line(speaker="Ada", text="hello", slot=2),
+        m.Error(code="stale_choice", message="That choice has passed.", slot=1),
         m.Placed(worker="w1"),
-        m.Player(channel="specific.abc!def"),
+        m.Player(channel="specific.abc!def", slot=2),
         m.Viewers(viewers=4),
+        m.Presence(players=(m.SeatInfo(0, "Ada", "#dc2828"), m.SeatInfo(3, "Guest 4", "#dc32dc"))),
+        m.Removed(slot=3, reason="spamming"),
     ],
     ids=lambda msg: msg.TYPE,
 )
@@ -57,11 +67,15 @@ def test_every_group_message_reads_back_as_itself(message):
 
 
 def test_the_event_message_keeps_the_form_clients_were_built_for():
-    assert m.Event(seq=3, status="applied").to_message() == {
+    assert m.Event(seq=3, status="applied", by="Ada", slot=1).to_message() == {
         "type": "session.event",
         "seq": 3,
         "status": "applied",
         "reason": None,
+        "by": "Ada",
+        "slot": 1,
+        "suggest": [],
+        "text": "",
     }
 
 
@@ -81,6 +95,11 @@ def test_garbage_fields_become_empty_values_the_worker_refuses():
     assert (attach.restore, attach.character) == (False, None)
     assert m.Status.from_message({"state": "live", "fps": "fast"}).fps == 0.0
     assert m.Viewers.from_message({"viewers": -3}).viewers == 0
+    # A slot outside the seats any session has is no seat (and a garbage presence is empty).
+    assert m.parse_inbox({"type": "session.input", "slot": 10**9}).slot == 0
+    assert m.parse_inbox({"type": "session.unseat", "slot": "x"}).slot == -1
+    assert m.Presence.from_message({"players": "everyone"}).players == ()
+    assert m.Choices.from_message({"votes": [1], "closes_in": float("nan")}).closes_in is None
 
 
 @pytest.mark.parametrize("body", [{"type": "session.unknown"}, {"type": 5}, {}, [], "nonsense"])
@@ -99,7 +118,7 @@ def test_each_type_is_defined_once():
         cls for cls in vars(m).values() if isinstance(cls, type) and issubclass(cls, m.Message)
     ]
     inbox = [cls.TYPE for cls in kinds if cls in m.InboxMessage.__args__]
-    assert len(inbox) == len(set(inbox)) == 8
+    assert len(inbox) == len(set(inbox)) == 10
     # "session.say" is the one type in both directions: a player's line in, a spoken line out.
     group = [
         cls.TYPE for cls in kinds if cls is not m.Message and cls not in m.InboxMessage.__args__

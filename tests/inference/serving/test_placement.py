@@ -1,4 +1,4 @@
-"""Placement: registry, atomic slot reservation, FIFO queue, failover bookkeeping, snapshots.
+"""Placement: registry, atomic seat reservation, FIFO queue, failover, snapshots, thumbnails.
 
 Every test runs against both implementations: Redis (the real server, db from REDIS_URL, a
 fresh key prefix per test) and the in-memory one of the embedded default.
@@ -11,7 +11,7 @@ import uuid
 import pytest
 import redis
 
-from inference.serving.placement import STALE_S, InMemoryPlacement, RedisPlacement
+from inference.serving.placement import SNAPSHOT_TTL_S, STALE_S, InMemoryPlacement, RedisPlacement
 
 
 @pytest.fixture(params=["redis", "memory"])
@@ -183,3 +183,157 @@ def test_snapshots_and_frame_counters_round_trip(placement):
     placement.record_frames("s1", 240)
     assert placement.session_frames("s1") == 240
     assert placement.session_frames("nobody") == 0
+
+
+def _loads(placement) -> dict[str, int]:
+    return {w["name"]: w["load"] for w in placement.live_workers()}
+
+
+def test_seats_count_toward_a_workers_load(placement):
+    placement.register_worker("a", device="cpu", capacity=4)
+    placement.register_worker("b", device="cpu", capacity=4)
+    assert placement.reserve_slot("shared", seats=3) == "a"
+    assert placement.reserve_slot("s2") == "b"
+    assert placement.reserve_slot("s3") == "b"
+    assert placement.reserve_slot("s4") == "b"  # b holds three sessions but only as many seats
+    assert _loads(placement) == {"a": 3, "b": 3}
+    assert placement.seats_of("shared") == 3
+
+
+def test_a_three_seat_reservation_is_refused_by_a_worker_with_two_free(placement):
+    placement.register_worker("a", device="cpu", capacity=4)
+    assert placement.reserve_slot("s1", seats=2) == "a"
+    assert placement.reserve_slot("trio", seats=3) is None
+    assert placement.worker_of("trio") is None
+    assert placement.seats_of("trio") == 0
+    assert placement.reserve_slot("duo", seats=2) == "a"
+
+
+def test_reserving_again_keeps_the_first_worker_and_seats(placement):
+    placement.register_worker("a", device="cpu", capacity=4)
+    assert placement.reserve_slot("s1") == "a"
+    assert placement.reserve_slot("s1", seats=3) == "a"
+    assert placement.seats_of("s1") == 1
+
+
+def test_a_reservation_needs_at_least_one_seat(placement):
+    placement.register_worker("a", device="cpu", capacity=4)
+    with pytest.raises(ValueError):
+        placement.reserve_slot("s1", seats=0)
+    assert placement.worker_of("s1") is None
+
+
+def test_add_seat_refuses_when_the_worker_is_full(placement):
+    placement.register_worker("a", device="cpu", capacity=3)
+    placement.reserve_slot("s1", seats=2)
+    assert placement.add_seat("s1") is True
+    assert placement.add_seat("s1") is False
+    assert placement.seats_of("s1") == 3
+    assert _loads(placement) == {"a": 3}
+    assert placement.add_seat("nobody") is False
+    assert placement.seats_of("nobody") == 0
+
+
+def test_remove_seat_never_goes_below_one_while_placed(placement):
+    placement.register_worker("a", device="cpu", capacity=3)
+    placement.reserve_slot("s1", seats=2)
+    placement.remove_seat("s1")
+    placement.remove_seat("s1")
+    assert placement.seats_of("s1") == 1
+    assert _loads(placement) == {"a": 1}
+    placement.remove_seat("nobody")
+    assert placement.seats_of("nobody") == 0
+
+
+def test_clients_racing_for_the_last_seat_leave_exactly_one_winner(make_placement):
+    setup = make_placement()
+    setup.register_worker("a", device="cpu", capacity=3)
+    setup.reserve_slot("s1")
+    setup.reserve_slot("s2")
+    results: list[bool] = []
+    barrier = threading.Barrier(6)
+
+    def join(sid: str) -> None:
+        client = make_placement()  # its own connection, like another web process
+        barrier.wait()
+        results.append(client.add_seat(sid))
+
+    threads = [threading.Thread(target=join, args=(f"s{1 + n % 2}",)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [False] * 5 + [True]
+    assert setup.seats_of("s1") + setup.seats_of("s2") == 3
+    assert _loads(setup) == {"a": 3}
+
+
+def test_reap_moves_a_three_seat_orphan_only_where_three_fit(placement):
+    placement.register_worker("first", device="cpu", capacity=3)
+    placement.reserve_slot("trio", seats=3)
+    placement.deregister("first")
+    placement.register_worker("second", device="cpu", capacity=1)
+    placement.reserve_slot("solo")
+    placement.deregister("second")
+    assert placement.orphans() == ["trio", "solo"]
+    assert placement.seats_of("trio") == 3
+    placement.register_worker("tight", device="cpu", capacity=2)
+    # The head does not fit, so the orphan behind it waits too (first in, first out).
+    assert placement.reap() == ([], [])
+    assert placement.orphans() == ["trio", "solo"]
+    placement.register_worker("roomy", device="cpu", capacity=4)
+    assert placement.reap() == ([], [("trio", "roomy"), ("solo", "tight")])
+    assert placement.seats_of("trio") == 3
+    assert _loads(placement) == {"roomy": 3, "tight": 1}
+
+
+def test_handover_moves_a_three_seat_session_only_where_three_fit(placement):
+    placement.register_worker("leaving", device="cpu", capacity=4)
+    placement.reserve_slot("trio", seats=3)
+    placement.register_worker("tight", device="cpu", capacity=2)
+    placement.register_worker("roomy", device="cpu", capacity=3)
+    assert placement.handover("leaving") == [("trio", "roomy")]
+    assert placement.seats_of("trio") == 3
+    assert _loads(placement) == {"leaving": 0, "roomy": 3, "tight": 0}
+
+
+def test_a_handed_over_session_that_fits_nowhere_waits_with_its_seats(placement):
+    placement.register_worker("leaving", device="cpu", capacity=3)
+    placement.reserve_slot("trio", seats=3)
+    placement.register_worker("tight", device="cpu", capacity=2)
+    assert placement.handover("leaving") == []
+    assert placement.orphans() == ["trio"]
+    assert placement.seats_of("trio") == 3
+    assert _loads(placement) == {"leaving": 0, "tight": 0}
+
+
+def test_release_frees_all_of_a_sessions_seats(placement):
+    placement.register_worker("a", device="cpu", capacity=4)
+    placement.reserve_slot("s1", seats=3)
+    placement.add_seat("s1")
+    placement.release_slot("s1")
+    assert placement.seats_of("s1") == 0
+    assert _loads(placement) == {"a": 0}
+    assert placement.reserve_slot("s2", seats=4) == "a"
+
+
+def test_thumbnails_round_trip_apart_from_snapshots(placement):
+    jpeg = b"\xff\xd8\xff\xe0" + bytes(range(256)) * 4 + b"\xff\xd9"
+    placement.save_thumbnail("s1", jpeg)
+    placement.save_snapshot("s1", b"state")
+    assert placement.load_thumbnail("s1") == jpeg
+    placement.delete_snapshot("s1")
+    assert placement.load_thumbnail("s1") == jpeg
+    placement.delete_thumbnail("s1")
+    assert placement.load_thumbnail("s1") is None
+    assert placement.load_thumbnail("nobody") is None
+
+
+def test_a_thumbnail_in_redis_expires_like_a_snapshot(redis_url):
+    placement = RedisPlacement(redis_url, prefix=f"px:test:{uuid.uuid4().hex}")
+    placement.save_thumbnail("s1", b"jpeg")
+    client = redis.Redis.from_url(redis_url)
+    try:
+        assert 0 < client.ttl(f"{placement.prefix}:thumb:s1") <= SNAPSHOT_TTL_S
+    finally:
+        placement.delete_thumbnail("s1")

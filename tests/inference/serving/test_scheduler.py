@@ -1,17 +1,18 @@
 """The per-tick plan: dynamic chunks, cuts on change, FCFS batches, and the load controller."""
 
 from inference.serving.scheduler import ChunkController, chunk_length, plan_step
-from inference.serving.session import LiveSession, SessionStatus
+from inference.serving.session import Camera, SessionStatus
 
 W = frozenset({"w"})
 D = frozenset({"d"})
 
 
-def live(sid: str, joined: int, **fields) -> LiveSession:
+def live(pid: str, joined: int, **fields) -> Camera:
+    """A live camera (one seated player); the plan names cameras by player id."""
     fields.setdefault("held_frames", 100)  # keys held long: steady chunks reach the cap
-    session = LiveSession(session_id=sid, player_id=f"p-{sid}", joined=joined, **fields)
-    session.status = SessionStatus.LIVE
-    return session
+    camera = Camera(session_id=f"s-{pid}", slot=0, player_id=pid, joined=joined, **fields)
+    camera.status = SessionStatus.LIVE
+    return camera
 
 
 def test_chunks_grow_to_the_cap_while_keys_stay_the_same():
@@ -50,7 +51,7 @@ def test_a_low_buffer_is_refilled_with_a_full_chunk():
     session.buffered.extend([b"f1", b"f2"])
     plan = plan_step([session], cap=4, cover=2)
     assert plan.stepping == ("a",) and plan.cut == ()
-    assert plan.chunk == {"p-a": 4}
+    assert plan.chunk == {"a": 4}
 
 
 def test_a_new_key_set_cuts_the_chunk_at_once():
@@ -58,8 +59,8 @@ def test_a_new_key_set_cuts_the_chunk_at_once():
     session.buffered.extend([b"f1", b"f2", b"f3"])
     plan = plan_step([session], cap=4)
     assert plan.cut == ("a",)
-    assert plan.chunk == {"p-a": 1}
-    assert plan.keys == {"p-a": D}
+    assert plan.chunk == {"a": 1}
+    assert plan.keys == {"a": D}
 
 
 def test_a_text_event_cuts_the_chunk_too():
@@ -67,13 +68,13 @@ def test_a_text_event_cuts_the_chunk_too():
     session.buffered.extend([b"f1", b"f2", b"f3"])
     session.events.append((7, "it starts to snow"))
     plan = plan_step([session], cap=8)
-    assert plan.stepping == ("a",) and plan.cut == ("a",) and plan.chunk == {"p-a": 1}
+    assert plan.stepping == ("a",) and plan.cut == ("a",) and plan.chunk == {"a": 1}
 
 
 def test_chunks_never_pass_the_engines_cap():
     session = live("a", 1, keys=W, stepped_keys=W)
     plan = plan_step([session], cap=4, cover=40, max_chunk=16)
-    assert plan.chunk == {"p-a": 16}
+    assert plan.chunk == {"a": 16}
 
 
 def test_steady_sessions_step_with_the_cap_and_paused_ones_not_at_all():
@@ -82,7 +83,7 @@ def test_steady_sessions_step_with_the_cap_and_paused_ones_not_at_all():
     paused.status = SessionStatus.PAUSED
     plan = plan_step([steady, paused], cap=3)
     assert plan.stepping == ("a",)
-    assert plan.chunk == {"p-a": 3}
+    assert plan.chunk == {"a": 3}
 
 
 def test_answers_step_alone_in_short_chunks_with_only_the_starving():
@@ -93,7 +94,7 @@ def test_answers_step_alone_in_short_chunks_with_only_the_starving():
     starving = live("starving", 3, keys=W, stepped_keys=W)
     plan = plan_step([answer, low, starving], cap=8, cover=2)
     assert plan.stepping == ("answer", "starving")
-    assert plan.chunk == {"p-answer": 1, "p-starving": 2}
+    assert plan.chunk == {"answer": 1, "starving": 2}
 
 
 def test_refills_go_emptiest_first_within_the_frame_budget():

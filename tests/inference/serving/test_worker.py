@@ -86,7 +86,12 @@ async def test_a_world_event_is_answered_applied_and_a_bad_one_rejected(worker, 
         )
         rejected = await listener.next(lambda m: m["type"] == "session.event")
         ((header, _),) = await listener.frames(1)
-    assert applied == {"type": "session.event", "seq": 3, "status": "applied", "reason": None}
+    assert (applied["seq"], applied["status"], applied["reason"], applied["slot"]) == (
+        3,
+        "applied",
+        None,
+        0,
+    )
     assert rejected["seq"] == 4 and rejected["status"] == "rejected" and rejected["reason"]
     assert header[3] >= 3
 
@@ -111,7 +116,7 @@ async def test_malformed_messages_never_disturb_the_worker_or_other_sessions(
             await send(layer, worker, junk)
         frames = await listener.frames(10)
     assert len(frames) == 10
-    assert worker.sessions[session_id].keys == frozenset()
+    assert worker.sessions[session_id].cameras[0].keys == frozenset()
 
 
 async def test_a_bad_world_spec_ends_only_that_session(worker, layer, placement):
@@ -144,11 +149,12 @@ async def test_detach_pauses_and_a_reattach_resumes_the_same_world(worker, layer
         before = await listener.frames(3)
         world_id = worker.sessions[session_id].world_id
         await send(layer, worker, {"type": "session.detach", "session_id": session_id})
-        while worker.sessions[session_id].status.value != "paused":
+        camera = worker.sessions[session_id].cameras[0]
+        while camera.status.value != "paused":
             await asyncio.sleep(0.05)
-        paused_at = worker.sessions[session_id].frame_no
+        paused_at = camera.frame_no
         await asyncio.sleep(0.5)
-        assert worker.sessions[session_id].frame_no == paused_at
+        assert camera.frame_no == paused_at
         await send(layer, worker, attach_message(session_id))
         await listener.status("live")
         ((header, _),) = await listener.frames(1, timeout=60)
@@ -165,8 +171,9 @@ async def test_it_snapshots_each_session_to_placement(worker, layer, placement):
         await listener.frames(20)
     meta, world = unpack_snapshot(placement.load_snapshot(session_id))
     assert meta["session_id"] == session_id and meta["seed"] == 99
-    assert meta["player_id"] == worker.sessions[session_id].player_id
-    assert meta["frame_no"] > 0 and world
+    (camera,) = meta["cameras"]
+    assert camera["player_id"] == worker.sessions[session_id].cameras[0].player_id
+    assert camera["slot"] == 0 and camera["frame_no"] > 0 and world
 
 
 async def test_end_frees_the_slot_forgets_the_snapshot_and_counts_frames(worker, layer, placement):
@@ -206,4 +213,4 @@ async def test_a_restored_session_marks_its_first_frame(worker, layer, placement
         await listener.status("resuming")
         ((header, _),) = await listener.frames(1)
     assert header[1] & FLAG_RESTORED
-    assert header[2] == unpack_snapshot(snapshot)[0]["frame_no"]
+    assert header[2] == unpack_snapshot(snapshot)[0]["cameras"][0]["frame_no"]

@@ -86,7 +86,9 @@ async def test_a_reply_streams_as_partial_lines_then_the_final_one(worker, layer
             while lines[-1].get("partial"):
                 lines.append(await listener.next(kind_is("session.say")))
             turns.append((echo, lines[:-1], lines[-1]))
-    assert [(echo["speaker"], echo["text"]) for echo, _, _ in turns] == [("you", t) for t in LINES]
+    assert [(echo["speaker"], echo["slot"], echo["text"]) for echo, _, _ in turns] == [
+        ("Player 1", 0, t) for t in LINES
+    ]
     assert any(partials for _, partials, _ in turns), "no reply was streamed"
     for _, partials, final in turns:
         assert all(p["speaker"] == "Old Tom" and p["partial"] is True for p in partials)

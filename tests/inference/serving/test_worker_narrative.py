@@ -175,7 +175,7 @@ async def test_a_character_greets_then_answers_in_character(worker, layer, place
         echo = await listener.next(kind_is("session.say"))
         reply = await listener.next(kind_is("session.say"))
     assert (greeting["speaker"], greeting["text"]) == (CARD["name"], CARD["greeting"])
-    assert (echo["speaker"], echo["text"]) == ("you", "who are you?")
+    assert (echo["speaker"], echo["slot"], echo["text"]) == ("Player 1", 0, "who are you?")
     assert reply["speaker"] == "Old Tom" and "ferryman" in reply["text"]
     assert worker.sessions[session_id].narrative.turn == 1
 
@@ -189,7 +189,7 @@ async def test_a_character_asked_for_rain_makes_it_rain(worker, layer, placement
         engine.worlds[world_id].weather = 0  # clear, so the rain is news
         line = {"type": "session.say", "session_id": session_id, "text": "can you make it rain?"}
         await send(layer, worker, line)
-        await listener.next(lambda m: m["type"] == "session.say" and m["speaker"] == "you")
+        await listener.next(lambda m: m["type"] == "session.say" and m["slot"] == 0)
         reply = await listener.next(kind_is("session.say"))
         weather = engine.describe(world_id)["weather"]
         await send(layer, worker, {**line, "text": 12})

@@ -12,7 +12,7 @@ import simplejpeg
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
 from inference.serving.frames import decode_header, frame_jpeg
-from inference.serving.messages import session_group, worker_channel
+from inference.serving.messages import camera_group, session_group, worker_channel
 from inference.serving.placement import RedisPlacement
 from inference.serving.worker import InferenceWorker
 from inference.world.engine import WorldEngine
@@ -60,20 +60,24 @@ def unique(name: str) -> str:
 
 
 class GroupListener:
-    """Everything the worker sends to one session's group, as a spectator's consumer sees it.
+    """Everything the worker sends to one session's group and to one seat's camera (slot 0 by
+    default), as that player's consumer sees it.
 
     One background task owns ``receive()``: cancelling a pub/sub receive unsubscribes it.
     """
 
-    def __init__(self, layer, session_id: str):
+    def __init__(self, layer, session_id: str, slot: int | None = 0):
         self.layer = layer
-        self.group = session_group(session_id)
+        self.groups = [session_group(session_id)]
+        if slot is not None:
+            self.groups.append(camera_group(session_id, slot))
         self.queue: asyncio.Queue = asyncio.Queue()
         self.seen: list[dict] = []
 
     async def __aenter__(self):
         self.channel = await self.layer.new_channel()
-        await self.layer.group_add(self.group, self.channel)
+        for group in self.groups:
+            await self.layer.group_add(group, self.channel)
         self.task = asyncio.create_task(self._pump())
         return self
 
@@ -81,8 +85,9 @@ class GroupListener:
         self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task
-        with contextlib.suppress(Exception):
-            await self.layer.group_discard(self.group, self.channel)
+        for group in self.groups:
+            with contextlib.suppress(Exception):
+                await self.layer.group_discard(group, self.channel)
 
     async def _pump(self):
         while True:

@@ -1,0 +1,306 @@
+"""Seats: who plays a session. Join (a shared session, by invite or in public), leave, remove.
+
+A seat is one player's avatar and camera in the world. Joining reserves the seat twice, and
+both atomically: in the database (the session row is locked while the seats are counted, so
+two joins racing for the last seat cannot both win) and on the session's worker (placement
+counts seats against its capacity). Every change tells the session's sockets who is seated
+(``Presence``) and the worker which avatars to hold (``Attach`` by the player's socket,
+``Unseat`` here). A session ends when its last seat is left; a Live world's world is then kept
+for the next visitor (the worker does it at the end).
+"""
+
+import hmac
+import logging
+from datetime import timedelta
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from inference.serving import messages
+from inference.world.spec import avatar_hex
+from sessions import services
+from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession, Seat
+from sessions.worker_client import get_placement, send_sync
+from worlds.models import World
+from worlds.moderation import policy
+from worlds.services import world_record_play
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 40
+
+
+class SessionFull(Exception):
+    """Every seat is taken (or the worker running the session has no room for one more)."""
+
+
+def seat_name(*, user: AbstractBaseUser | None, name: str | None, slot: int) -> str:
+    """An account plays under its public name; an anonymous player under the name they give
+    (screened like any public name), else "Guest N". Raises ValidationError({"name": ...})."""
+    if user is not None:
+        return (getattr(user, "public_name", "") or user.get_username())[:MAX_NAME_CHARS]
+    name = " ".join((name or "").split())
+    if not name:
+        return f"Guest {slot + 1}"
+    if len(name) > MAX_NAME_CHARS:
+        raise ValidationError({"name": [f"Names are at most {MAX_NAME_CHARS} characters."]})
+    refusal = policy.public_text_refusal(name, field="name")
+    if refusal:
+        raise ValidationError({"name": [refusal]})
+    return name
+
+
+def seat_of(*, session: PlaySession, user, session_key: str | None) -> Seat | None:
+    """The caller's active seat in this session, if any."""
+    seats = session.seats.filter(left_at=None)
+    if user is not None and user.is_authenticated:
+        return seats.filter(user=user).first()
+    return seats.filter(user=None, anon_key=session_key).first() if session_key else None
+
+
+def invite_matches(session: PlaySession, token: str | None) -> bool:
+    return bool(token) and hmac.compare_digest(str(token), session.invite_token)
+
+
+def seat_join(
+    *,
+    session_id,
+    user: AbstractBaseUser | None,
+    session_key: str,
+    client_ip: str | None,
+    invite: str | None = None,
+    name: str | None = None,
+) -> tuple[PlaySession, Seat, bool]:
+    """Seat the caller in a shared session; -> (session, seat, created). Joining twice returns
+    the seat they have. Raises PlaySession.DoesNotExist (unknown, ended, or private without a
+    valid invite: the same answer, so ids and tokens cannot be probed), SessionFull,
+    SessionLimitReached, UserSuspended and ValidationError (a name that fails screening)."""
+    user = services.player_of(user, session_key)
+    session = PlaySession.objects.filter(pk=session_id, status__in=ACTIVE_STATUSES).first()
+    if session is None:
+        raise PlaySession.DoesNotExist("No such session")
+    held = seat_of(session=session, user=user, session_key=session_key)
+    if held is not None:
+        return session, held, False
+    if not session.is_public and not invite_matches(session, invite):
+        raise PlaySession.DoesNotExist("Private session")
+    if not session.is_shared:
+        raise SessionFull("This session has one player; ask them to start a shared one.")
+    return _seat(
+        session=session, user=user, session_key=session_key, client_ip=client_ip, name=name
+    )
+
+
+def _seat(
+    *, session: PlaySession, user, session_key: str, client_ip: str | None, name: str | None
+) -> tuple[PlaySession, Seat, bool]:
+    keys = services.player_keys(user=user, session_key=session_key, client_ip=client_ip)
+    stale = []
+    try:
+        with transaction.atomic():
+            services.lock_players(*keys)
+            # The row lock serialises joins: the seat count below cannot change under us.
+            session = PlaySession.objects.select_for_update().get(pk=session.pk)
+            if not session.is_active:
+                raise PlaySession.DoesNotExist("Ended")
+            held = seat_of(session=session, user=user, session_key=session_key)
+            if held is not None:
+                return session, held, False
+            taken = set(session.seats.filter(left_at=None).values_list("slot", flat=True))
+            if len(taken) >= session.max_players:
+                raise SessionFull("This world is full.")
+            slot = min(set(range(session.max_players)) - taken)
+            display = seat_name(user=user, name=name, slot=slot)
+            mine = services.player_seats(user=user, session_key=session_key)
+            stale = list(mine.exclude(disconnected_at=None).select_related("session"))
+            services.check_limits(
+                user=user, session_key=session_key, client_ip=client_ip, leaving=len(stale)
+            )
+            seat = Seat.objects.create(
+                session=session,
+                slot=slot,
+                name=display,
+                user=user,
+                anon_key="" if user else session_key,
+                client_ip=client_ip,
+                disconnected_at=timezone.now(),  # no socket yet: reaped after the grace
+            )
+            # Last, so a refused seat on the worker rolls the row back.
+            if session.worker_name and not get_placement().add_seat(str(session.id)):
+                raise SessionFull("The server running this world has no room for another player.")
+    except IntegrityError:  # a concurrent join took the same slot first
+        raise SessionFull("This world is full.") from None
+    for old in stale:
+        seat_leave(seat=old, reason=EndReason.SWITCHED)
+    presence_send(session)
+    return session, seat, True
+
+
+def live_world_join(
+    *, world: World, user, session_key: str, client_ip: str | None, name: str | None
+) -> tuple[PlaySession, bool]:
+    """A Live-category world: seat the caller in its one public shared session, started by
+    the first visitor (the worker restores the world its last session left)."""
+    for _ in range(3):
+        session = PlaySession.objects.filter(
+            world=world, is_live_world=True, status__in=ACTIVE_STATUSES
+        ).first()
+        started = session is None
+        if started:
+            session = _live_world_start(world=world)
+            if session is None:
+                continue  # another visitor started it at the same moment: join theirs
+        held = seat_of(session=session, user=user, session_key=session_key)
+        if held is not None:
+            return session, False
+        try:
+            session, _, created = _seat(
+                session=session, user=user, session_key=session_key, client_ip=client_ip, name=name
+            )
+        except BaseException:
+            if started:  # nobody sat down in the session just started: it goes again
+                services.session_end(session=session, reason=EndReason.EMPTY)
+            raise
+        if started:
+            session = services.place(session)  # reserved once its first seat exists
+        return session, created
+    raise SessionFull("This world is busy; try again.")
+
+
+def _live_world_start(*, world: World) -> PlaySession | None:
+    try:
+        with transaction.atomic():
+            session = PlaySession.objects.create(
+                world=world,
+                world_version_id=world.current_version_id,
+                player=None,  # nobody owns an always-on world's session
+                client_ip=None,
+                is_public=True,
+                is_shared=True,
+                is_live_world=True,
+                max_players=services.max_players_for(world),
+                disconnected_at=timezone.now(),
+            )
+    except IntegrityError:  # the one running session per Live world already exists
+        return None
+    world_record_play(world=world)
+    return session
+
+
+def seat_leave(*, seat: Seat, reason: str) -> PlaySession:
+    """The player leaves (ends, goes idle, stays away, is removed): their avatar goes; the
+    session ends with its last seat. Leaving twice changes nothing."""
+    with transaction.atomic():
+        seat = Seat.objects.select_for_update().select_related("session").get(pk=seat.pk)
+        if not seat.is_active:
+            return seat.session
+        seat.left_at = timezone.now()
+        seat.left_reason = str(reason)[:200]
+        seat.save(update_fields=["left_at", "left_reason"])
+        left = not Seat.objects.filter(session_id=seat.session_id, left_at=None).exists()
+    session = seat.session
+    if left:
+        return services.session_end(session=session, reason=reason)
+    placement = get_placement()
+    placement.remove_seat(str(session.id))
+    if session.worker_name:
+        send_sync(session.worker_name, messages.Unseat(session_id=str(session.id), slot=seat.slot))
+    presence_send(session)
+    services.queue_promote()  # a freed seat on a full worker may start a queued session
+    return session
+
+
+def can_remove(*, session: PlaySession, user, session_key: str | None = None) -> bool:
+    """The session's creator (an account, or the browser that started it) and moderators may
+    remove players."""
+    if user is not None and user.is_authenticated and policy.is_moderator(user):
+        return True
+    return session.is_created_by(user=user, session_key=session_key)
+
+
+def seat_remove_by(
+    *, session: PlaySession, slot: int, by, reason: str, session_key: str | None = None
+) -> Seat:
+    """Remove the player in ``slot`` (the creator or a moderator); raises PermissionDenied,
+    Seat.DoesNotExist, ValidationError (no reason, or yourself)."""
+    if not can_remove(session=session, user=by, session_key=session_key):
+        raise PermissionDenied("Only the session's creator and moderators can remove players.")
+    reason = " ".join((reason or "").split())[:200]
+    if not reason:
+        raise ValidationError({"reason": ["Say why (the player sees it)."]})
+    seat = session.seats.get(slot=slot, left_at=None)
+    if seat.is_held_by(user=by, session_key=session_key):
+        raise ValidationError({"slot": ["That is you: leave the session instead."]})
+    if by is not None and by.is_authenticated and policy.is_moderator(by):
+        policy.player_removal_record(moderator=by, session=session, name=seat.name, reason=reason)
+    seat_remove(seat=seat, reason=reason)
+    return seat
+
+
+def seat_remove(*, seat: Seat, reason: str) -> None:
+    """Close the player's socket with the reason they see, then free their seat."""
+    _group_send(seat.session_id, messages.Removed(slot=seat.slot, reason=reason))
+    seat_leave(seat=seat, reason=f"removed: {reason}")
+
+
+def seat_attached(*, seat: Seat, channel: str) -> None:
+    """The player's socket is (back) on: their reconnect grace stops."""
+    Seat.objects.filter(pk=seat.pk).update(disconnected_at=None, channel=channel)
+    PlaySession.objects.filter(pk=seat.session_id).update(disconnected_at=None)
+
+
+def seat_detached(*, seat: Seat, channel: str) -> bool:
+    """The player's socket closed; -> False when a newer socket of theirs is already attached."""
+    now = timezone.now()
+    detached = Seat.objects.filter(pk=seat.pk, left_at=None, channel=channel).update(
+        disconnected_at=now
+    )
+    if not detached:
+        return False
+    session = PlaySession.objects.get(pk=seat.session_id)
+    if not session.seats.filter(left_at=None, disconnected_at=None).exists():
+        PlaySession.objects.filter(pk=session.pk, disconnected_at=None).update(disconnected_at=now)
+    if session.worker_name:
+        send_sync(session.worker_name, messages.Detach(session_id=str(session.id), slot=seat.slot))
+    return True
+
+
+def seat_leave_if_abandoned(*, seat_id, now=None) -> bool:
+    """Free the seat if its player has been gone for the whole reconnect grace."""
+    now = now or timezone.now()
+    grace = timedelta(seconds=settings.SESSION_RECONNECT_GRACE_SECONDS)
+    seat = Seat.objects.filter(
+        pk=seat_id,
+        left_at=None,
+        disconnected_at__lte=now - grace,
+        session__status__in=ACTIVE_STATUSES,
+    ).first()
+    if seat is None:
+        return False
+    seat_leave(seat=seat, reason=EndReason.ABANDONED)
+    return True
+
+
+def presence(session: PlaySession) -> tuple[messages.SeatInfo, ...]:
+    return tuple(
+        messages.SeatInfo(slot=seat.slot, name=seat.name, color=avatar_hex(seat.slot))
+        for seat in session.seats.filter(left_at=None).order_by("slot")
+    )
+
+
+def presence_send(session: PlaySession) -> None:
+    _group_send(session.id, messages.Presence(players=presence(session)))
+
+
+def _group_send(session_id, message: messages.Message) -> None:
+    try:
+        async_to_sync(get_channel_layer().group_send)(
+            messages.session_group(session_id), message.to_message()
+        )
+    except Exception:  # noqa: BLE001
+        log.exception("could not notify session %s", session_id)
