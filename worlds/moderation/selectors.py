@@ -9,10 +9,10 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Max, Prefetch, Q, QuerySet
 from django.utils import timezone
 
-from sessions.models import ACTIVE_STATUSES, PlaySession
+from sessions.models import ACTIVE_STATUSES, PlaySession, Seat
 from worlds.models import World
 from worlds.moderation.models import (
     ActionKind,
@@ -63,6 +63,11 @@ class QueueItem:
     @property
     def key(self) -> str:
         return f"{self.target_type}:{self.target_id}"
+
+    @property
+    def players(self) -> list[str]:
+        """The shared session's players these reports name (by their seat's name)."""
+        return sorted({r.player_name for r in self.reports if r.player_name})
 
     @property
     def reasons(self) -> dict[str, int]:
@@ -203,10 +208,17 @@ def recent_warnings(*, user) -> list[ModerationAction]:
 
 
 def live_sessions() -> list[PlaySession]:
-    """Every running session, public and private, newest first, with world and player."""
+    """Every running session, public and private, newest first, with world, creator and the
+    players seated now (``active_seats``)."""
+    seated = Prefetch(
+        "seats",
+        queryset=Seat.objects.filter(left_at=None).select_related("user").order_by("slot"),
+        to_attr="active_seats",
+    )
     return list(
         PlaySession.objects.filter(status__in=ACTIVE_STATUSES)
         .select_related("world", "world__creator", "player")
+        .prefetch_related(seated)
         .order_by("-created_at")[:200]
     )
 

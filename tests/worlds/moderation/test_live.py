@@ -59,3 +59,20 @@ def test_moderators_can_watch_a_private_session_and_others_cannot(client, mod_cl
     assert mod_client.get(f"/watch/{session.pk}/").status_code == 200
     client.force_login(make_user("curious"))
     assert client.get(f"/watch/{session.pk}/").status_code == 404
+
+
+def test_the_live_page_lists_a_shared_sessions_players_with_a_remove_button(
+    mod_client, world, creator
+):
+    from sessions.models import Seat
+
+    session = make_session(world=world, player=creator)
+    Seat.objects.create(session=session, slot=0, name="creator", user=creator)
+    Seat.objects.create(session=session, slot=1, name="Loud Guest", anon_key="k")
+    Seat.objects.create(
+        session=session, slot=2, name="Gone", anon_key="g", left_at=session.created_at
+    )
+    html = mod_client.get("/moderation/live/").content.decode()
+    assert "Loud Guest" in html and "Gone" not in html
+    assert f"/api/sessions/{session.pk}/players/1/remove/" in html
+    assert "background: #2850e6" in html  # slot 1's avatar colour beside the name

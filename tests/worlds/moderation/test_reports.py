@@ -1,7 +1,10 @@
 """Reporting a world, a live session, a user or a piece of text; duplicates and the rate limit."""
 
 import pytest
+from django.test import Client
 
+from sessions.models import Seat
+from tests.worlds.factories import make_user
 from tests.worlds.moderation.factories import make_report, make_session
 from worlds.moderation import selectors, services
 from worlds.moderation.models import Report, ReportStatus
@@ -172,6 +175,24 @@ def test_a_user_reports_a_live_session(api_as, reporter, creator, world):
     assert response.status_code == 201
     [item] = selectors.queue_items()
     assert (item.session, item.target_user) == (session, creator)
+
+
+def test_a_report_on_a_shared_session_names_a_player(api_as, reporter, creator, world, moderator):
+    session = make_session(world=world, player=creator)
+    troll = make_user("troll-account")
+    Seat.objects.create(session=session, slot=0, name="creator", user=creator)
+    Seat.objects.create(session=session, slot=3, name="Noisy", user=troll)
+    body = {"target_type": "session", "target_id": str(session.pk), "reason": "violence"}
+    empty_seat = api_as(reporter).post("/api/reports/", {**body, "player": 5}, format="json")
+    assert empty_seat.status_code == 400 and "seat" in empty_seat.content.decode()
+    response = api_as(reporter).post("/api/reports/", {**body, "player": 3}, format="json")
+    assert response.status_code == 201
+    assert (response.json()["player_slot"], response.json()["player_name"]) == (3, "Noisy")
+    [item] = selectors.queue_items()
+    assert item.players == ["Noisy"]
+    page = Client()
+    page.force_login(moderator)
+    assert "Players reported: <strong>Noisy</strong>" in page.get("/moderation/").content.decode()
 
 
 def test_the_report_page_sends_a_report(client, reporter, world):

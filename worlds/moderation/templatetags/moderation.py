@@ -3,6 +3,7 @@ removal notice on a world's page."""
 
 from django import template
 
+from inference.world.spec import avatar_hex
 from worlds.moderation import selectors
 
 register = template.Library()
@@ -11,6 +12,12 @@ register = template.Library()
 @register.filter
 def is_moderator(user) -> bool:
     return selectors.is_moderator(user)
+
+
+@register.filter
+def avatar_color(slot) -> str:
+    """The CSS colour of a seat's avatar (the moderators' live page lists players by it)."""
+    return avatar_hex(int(slot))
 
 
 @register.inclusion_tag("moderation/_suspension_banner.html", takes_context=True)
