@@ -8,6 +8,13 @@ the frame numbers plus frames short of the target rate) and the CPU time the wor
 
     .venv/bin/python bench/play.py --workers 1 --players 8 --seconds 20 --layer both
 
+With ``--rooms R --players-per-room M`` the same stack also seats R shared sessions of M players
+each (one world, a camera per player), and the run alternates the two modes (single players,
+then the rooms; ``--rounds`` times) on the same workers, ending each mode's sessions before the
+next starts, and prints them side by side: medians over the rounds, and shared / single.
+
+    .venv/bin/python bench/play.py --rooms 2 --players-per-room 4 --players 8
+
 Needs PostgreSQL and Redis (defaults: postgres://postgres@127.0.0.1:5432/bench_play, dropped and
 created afresh each run, and redis://127.0.0.1:6379/12 — its px:play keys are cleared).
 Not part of the test suite.
@@ -48,8 +55,15 @@ KEY_SETS = [[], ["w"], ["a"], ["s"], ["d"], ["w", "d"], ["s", "a"], ["space"]]
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--players", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured window")
+    parser.add_argument(
+        "--players", type=int, default=None, help="single players (8, or R x M with --rooms)"
+    )
+    parser.add_argument("--rooms", type=int, default=0, help="shared sessions, beside singles")
+    parser.add_argument("--players-per-room", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2, help="with --rooms: single, shared x N")
+    parser.add_argument(
+        "--seconds", "--duration", type=float, default=20.0, help="measured window (per mode)"
+    )
     parser.add_argument("--warmup", type=float, default=3.0, help="after all players are live")
     parser.add_argument("--start-timeout", type=float, default=240.0)
     parser.add_argument("--fps", type=float, default=24.0)
@@ -61,7 +75,19 @@ def parse_args():
     parser.add_argument(
         "--kill", action="store_true", help="then kill -9 a worker and time the failover"
     )
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.players is None:
+        args.players = args.rooms * args.players_per_room if args.rooms else 8
+    if args.rooms and args.kill:
+        parser.error("--kill times the failover of single players: run it without --rooms")
+    if args.rooms and (args.players_per_room < 1 or args.rounds < 1):
+        parser.error("--players-per-room and --rounds must be at least 1")
+    return args
+
+
+def seats_needed(args) -> int:
+    """Players on the workers at once (the modes take turns)."""
+    return max(args.players, args.rooms * args.players_per_room)
 
 
 # --- setup ------------------------------------------------------------------------------------
@@ -154,7 +180,7 @@ class Stack:
         clear_placement(self.args.redis_url)
         self.daphne = self.procs.spawn("daphne", daphne_argv(self.port))
         # --kill: the survivors must hold the killed worker's sessions too.
-        share = -(-self.args.players // max(1, self.args.workers - bool(self.args.kill)))
+        share = -(-seats_needed(self.args) // max(1, self.args.workers - bool(self.args.kill)))
         capacity = self.args.capacity or share
         for i in range(self.args.workers):
             name = f"bench-{self.layer}-{i}-{uuid.uuid4().hex[:4]}"
@@ -182,6 +208,19 @@ class Stack:
 
         return sum(cpu(p.pid) for p in self.workers), cpu(self.daphne.pid)
 
+    def wait_idle(self, timeout: float = 30.0) -> None:
+        """Until the ended sessions' seats are free on every worker (the next mode's start)."""
+        from inference.serving.placement import RedisPlacement
+
+        placement = RedisPlacement(self.args.redis_url)
+        deadline = time.monotonic() + timeout
+        while any(w["load"] for w in placement.live_workers()):
+            if time.monotonic() > deadline:
+                print(f"warning: workers still loaded: {placement.live_workers()}", file=sys.stderr)
+                break
+            time.sleep(0.2)
+        time.sleep(1.0)  # the workers drop the ended worlds after the placement frees them
+
     def stop(self) -> None:
         self.procs.stop()
         clear_placement(self.args.redis_url)
@@ -189,8 +228,8 @@ class Stack:
 
 # --- players ----------------------------------------------------------------------------------
 class Player:
-    def __init__(self, index: int, session_id: str, rng: random.Random):
-        self.index, self.session_id, self.rng = index, session_id, rng
+    def __init__(self, index: int, session_id: str, rng: random.Random, slot: int = 0):
+        self.index, self.session_id, self.rng, self.slot = index, session_id, rng, slot
         self.seq = 0
         self.sent_at: dict[int, float] = {}  # seq of a key change -> send time
         self.pending: list[int] = []  # key changes not yet seen in a frame
@@ -262,22 +301,66 @@ class Player:
             await asyncio.sleep(min(0.25, max(0.01, change_at - time.monotonic())))
 
 
-async def run_players(args, stack: Stack, slug: str, players: list[dict]) -> dict:
+def _auth(creds: dict) -> dict:
+    return {"Authorization": f"Token {creds['token']}"}
+
+
+def _refused(what: str, response) -> SystemExit:
+    request = response.request
+    return SystemExit(
+        f"{what}: {request.method} {request.url} {request.content.decode()!r} -> "
+        f"{response.status_code} {response.text}"
+    )
+
+
+async def open_single(http, slug: str, players: list[dict]) -> list[tuple[str, int]]:
+    """One session per player; -> [(session id, slot 0)]."""
+    seated = []
+    for creds in players:
+        response = await http.post("/api/sessions/", json={"world": slug}, headers=_auth(creds))
+        response.raise_for_status()
+        seated.append((response.json()["id"], 0))
+    return seated
+
+
+async def open_rooms(http, slug: str, players: list[dict], per_room: int) -> list[tuple[str, int]]:
+    """Shared public sessions of ``per_room`` players: the first of each group creates one,
+    the others join it; -> [(session id, slot)] per player."""
+    seated = []
+    for first in range(0, len(players), per_room):
+        creator, *joiners = players[first : first + per_room]
+        body = {"world": slug, "shared": True, "public": True}
+        response = await http.post("/api/sessions/", json=body, headers=_auth(creator))
+        if response.status_code != 201 or response.json().get("max_players", 0) < per_room:
+            raise _refused(f"a room for {per_room} players", response)
+        session_id = response.json()["id"]
+        seated.append((session_id, 0))
+        for creds in joiners:
+            response = await http.post(
+                f"/api/sessions/{session_id}/join/", json={}, headers=_auth(creds)
+            )
+            if response.status_code != 201 or "slot" not in (response.json().get("player") or {}):
+                raise _refused("joining a room", response)
+            seated.append((session_id, response.json()["player"]["slot"]))
+    return seated
+
+
+async def run_players(
+    args, stack: Stack, slug: str, players: list[dict], per_room: int = 0
+) -> dict:
+    """Open the players' sessions (alone, or ``per_room`` to a shared one), play, measure, end."""
     import httpx
 
     rng = random.Random(args.seed)
     base = f"http://127.0.0.1:{stack.port}"
     async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-        sessions = []
-        for creds in players:
-            response = await http.post(
-                "/api/sessions/",
-                json={"world": slug},
-                headers={"Authorization": f"Token {creds['token']}"},
-            )
-            response.raise_for_status()
-            sessions.append(response.json()["id"])
-    bench = [Player(i, sid, random.Random(rng.random())) for i, sid in enumerate(sessions)]
+        if per_room:
+            seated = await open_rooms(http, slug, players, per_room)
+        else:
+            seated = await open_single(http, slug, players)
+    bench = [
+        Player(i, sid, random.Random(rng.random()), slot) for i, (sid, slot) in enumerate(seated)
+    ]
     # Worlds are built one after another on the worker (seconds each on a busy CPU): the
     # measured window starts once every player has its first frame.
     until = time.monotonic() + args.start_timeout + args.warmup + args.seconds
@@ -309,11 +392,14 @@ async def run_players(args, stack: Stack, slug: str, players: list[dict]) -> dic
     for p, outcome in zip(bench, await asyncio.gather(*tasks, return_exceptions=True), strict=True):
         if isinstance(outcome, BaseException):
             print(f"player {p.index}: {outcome!r} after {p.notes[-3:]}", file=sys.stderr)
-    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-        for sid, creds in zip(sessions, players, strict=True):
-            await http.delete(
-                f"/api/sessions/{sid}/", headers={"Authorization": f"Token {creds['token']}"}
+        elif p.last_frame_no is None:
+            print(
+                f"player {p.index} (slot {p.slot}): no frame; got {p.notes[-3:]}", file=sys.stderr
             )
+    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        # Each player leaves: a single session ends, a room ends with its last player.
+        for p, creds in zip(bench, players, strict=True):
+            await http.delete(f"/api/sessions/{p.session_id}/", headers=_auth(creds))
     return {
         "failover": failover,
         "started_after": started_after,
@@ -394,19 +480,113 @@ def print_table(args, layer: str, result: dict) -> None:
     print(f"goal (each >= 20 fps, p50 <= 80 ms): {'met' if goal else 'NOT met'}")
 
 
+# --- single players beside shared rooms ---------------------------------------------------
+def summarise(result: dict) -> dict:
+    """One mode's run: the figures the comparison table shows."""
+    window, bench = result["window"], result["players"]
+    frames = sum(p.frames for p in bench)
+    fps_each = [p.frames / window for p in bench]
+    latencies = [x for p in bench for x in p.latencies]
+    return {
+        "fps": statistics.median(fps_each),
+        "fps_min": min(fps_each),
+        "p50": percentile(latencies, 0.5) * 1000,
+        "p99": percentile(latencies, 0.99) * 1000,
+        "worker_ms": result["worker_cpu"] / (frames or 1) * 1000,
+        "daphne_ms": result["daphne_cpu"] / (frames or 1) * 1000,
+        "gaps": sum(p.gaps for p in bench),
+        "changes": len(latencies),
+        "frames": frames,
+        "live_after": result["started_after"],
+    }
+
+
+COMPARED = [  # (key, label, format)
+    ("fps", "fps per player (median)", "{:.1f}"),
+    ("fps_min", "fps, slowest player", "{:.1f}"),
+    ("p50", "latency p50 ms", "{:.0f}"),
+    ("p99", "latency p99 ms", "{:.0f}"),
+    ("worker_ms", "worker CPU ms / frame", "{:.2f}"),
+    ("daphne_ms", "daphne CPU ms / frame", "{:.2f}"),
+    ("gaps", "frame gaps", "{:.0f}"),
+    ("changes", "key changes timed", "{:.0f}"),
+    ("frames", "frames delivered", "{:.0f}"),
+    ("live_after", "all live after s", "{:.1f}"),
+]
+GOAL_FPS, GOAL_P50_MS = 24.0, 40.0
+
+
+def print_comparison(args, layer: str, runs: dict[str, list[dict]]) -> None:
+    single, shared = runs["single"], runs["shared"]
+    rooms, per_room = args.rooms, args.players_per_room
+    print(
+        f"\nlayer={layer} workers={args.workers} target={args.fps:g} fps "
+        f"window={args.seconds:g}s x {len(single)} rounds, single and shared alternating: "
+        f"median over rounds [min-max]"
+    )
+    heads = (f"single {args.players}x1", f"shared {rooms}x{per_room}", "shared/single")
+    print(f"{'':<24} {heads[0]:>18} {heads[1]:>18} {heads[2]:>13}")
+
+    def cell(values: list[float], fmt: str) -> str:
+        middle = fmt.format(statistics.median(values))
+        if len(values) == 1:
+            return middle
+        return f"{middle} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+
+    for key, label, fmt in COMPARED:
+        a, b = [r[key] for r in single], [r[key] for r in shared]
+        ma, mb = statistics.median(a), statistics.median(b)
+        ratio = f"{mb / ma:.2f}" if ma else "-"
+        print(f"{label:<24} {cell(a, fmt):>18} {cell(b, fmt):>18} {ratio:>13}")
+    # 1% slack: a window's edge can drop one frame of an exactly on-target stream.
+    fps_ok = statistics.median([r["fps_min"] for r in shared]) >= GOAL_FPS * 0.99
+    p50_ok = statistics.median([r["p50"] for r in shared]) <= GOAL_P50_MS
+    print(
+        f"goal ({rooms * per_room} players in shared rooms on {args.workers} CPU worker(s): "
+        f"each >= {GOAL_FPS:g} fps, p50 <= {GOAL_P50_MS:g} ms): "
+        f"{'met' if fps_ok and p50_ok else 'NOT met'}"
+        f"{'' if fps_ok else ' (fps)'}{'' if p50_ok else ' (latency)'}"
+    )
+
+
+def compare_modes(args, stack: Stack, slug: str, players: list[dict]) -> dict[str, list[dict]]:
+    runs: dict[str, list[dict]] = {"single": [], "shared": []}
+    modes = [("single", players[: args.players], 0)]
+    modes.append(("shared", players[: args.rooms * args.players_per_room], args.players_per_room))
+    for round_no in range(1, args.rounds + 1):
+        for mode, seated, per_room in modes:
+            stack.wait_idle()
+            result = asyncio.run(run_players(args, stack, slug, seated, per_room))
+            runs[mode].append(summary := summarise(result))
+            print(
+                f"round {round_no} {mode:<6} fps {summary['fps']:.1f} (min "
+                f"{summary['fps_min']:.1f}) p50 {summary['p50']:.0f} ms p99 "
+                f"{summary['p99']:.0f} ms, worker {summary['worker_ms']:.2f} ms/frame, "
+                f"live after {summary['live_after']:.1f}s, load avg {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    return runs
+
+
 def main() -> None:
     args = parse_args()
     prepare_database(args)
-    slug, players = make_players(args, args.players)
+    slug, players = make_players(args, seats_needed(args))
     layers = ["pubsub", "core"] if args.layer == "both" else [args.layer]
     for layer in layers:
         stack = Stack(args, layer)
         try:
             stack.start()
-            result = asyncio.run(run_players(args, stack, slug, players))
+            if args.rooms:
+                runs = compare_modes(args, stack, slug, players)
+            else:
+                result = asyncio.run(run_players(args, stack, slug, players))
         finally:
             stack.stop()
-        print_table(args, layer, result)
+        if args.rooms:
+            print_comparison(args, layer, runs)
+        else:
+            print_table(args, layer, result)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ def session_meta(session: LiveSession) -> dict:
         ],
         # Story so far, the pair on offer, dialogue turn: failover and handover keep them.
         "narrative": session.narrative.to_meta() if session.narrative else None,
+        "last_pick": session.last_pick,
     }
 
 
@@ -85,6 +86,7 @@ def apply_meta(session: LiveSession, meta: dict) -> None:
         camera.restored = True
         camera.stepped_keys = None
     session.narrative = narrative.from_meta(meta.get("narrative"))
+    session.last_pick = str(meta.get("last_pick") or "")
 
 
 def _int(value) -> int:

@@ -66,6 +66,7 @@ class WorldEngine:
         self.max_chunk = model.cfg.max_chunk
         self.worlds: dict[str, WorldState] = {}
         self._player_world: dict[str, str] = {}
+        self._frames: dict[str, int] = {}  # player id -> world frames its camera has made
 
     @classmethod
     def load(cls, device: str = "cpu", weights: str | None = None) -> WorldEngine:
@@ -110,10 +111,12 @@ class WorldEngine:
         world.next_slot = max(world.next_slot, slot) + 1
         world.players.append(player)
         self._player_world[player.player_id] = world_id
+        self._frames[player.player_id] = world.t  # a newcomer's camera starts at the present
         self._grow({world_id: self._needed_chunks(world, [(player.x, player.y)])})
         return player.player_id
 
     def remove_player(self, player_id: str) -> None:
+        self._frames.pop(player_id, None)
         world_id = self._player_world.pop(player_id, None)
         if world_id in self.worlds:
             world = self.worlds[world_id]
@@ -123,6 +126,7 @@ class WorldEngine:
         world = self.worlds.pop(world_id, None)
         for p in world.players if world else []:
             self._player_world.pop(p.player_id, None)
+            self._frames.pop(p.player_id, None)
 
     def players(self, world_id: str) -> list[str]:
         return [p.player_id for p in self._world(world_id).players]
@@ -155,6 +159,7 @@ class WorldEngine:
         self.worlds[world.world_id] = world
         for p in world.players:
             self._player_world[p.player_id] = world.world_id
+            self._frames[p.player_id] = world.t
         return world.world_id
 
     # ------------------------------------------------------------ stepping
@@ -207,14 +212,23 @@ class WorldEngine:
         return lengths
 
     def _advance(self, world: WorldState, moving: list[PlayerState], dirs) -> None:
-        """One world frame: move the stepping players, let creatures wander, tick the clock."""
+        """One frame of the stepping players: each moves; creatures wander and the clock ticks
+        once per frame of the world, not once per camera. In a shared world the cameras step in
+        batches of their own, so the world keeps the pace of its furthest camera (``_frames``:
+        frames made per player) instead of running as many times faster as it has players."""
 
         def is_solid(tx: int, ty: int) -> bool:
             return bool(self.solid[world.token_at(tx, ty)])
 
+        ahead = False
         for p in moving:
             dx, dy = dirs[p.player_id]
             p.x, p.y = ws.move(p.x, p.y, dx, dy, ws.PLAYER_SPEED, is_solid)
+            made = self._frames.get(p.player_id, world.t) + 1
+            self._frames[p.player_id] = made
+            ahead |= made > world.t
+        if not ahead:
+            return
         for c in world.creatures:
             dx, dy = ws.creature_dir(world.seed, c.ident, world.t)
             c.x, c.y = ws.move(c.x, c.y, dx, dy, ws.CREATURE_SPEED, is_solid)

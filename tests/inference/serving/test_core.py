@@ -124,3 +124,17 @@ def test_a_failing_session_is_reported_and_the_others_still_get_frames(core):
     outputs = _step(core, now=1.0)
     assert outputs.failed == ["bad"]
     assert [camera.session_id for camera, _ in outputs.frames] == ["good"]
+
+
+def test_a_shared_world_keeps_one_clock_however_its_cameras_are_batched(core):
+    session = _live(core, "room", players=3)
+    world = core.engine.worlds[session.world_id]
+    start = world.t
+    # Each camera steps in a batch of its own (as key changes are answered alone): the world
+    # moves on by the frames of its furthest camera, not by every camera's frames added up.
+    for slot in range(3):
+        batch = core.engine.step(
+            {_cam(session, slot).player_id: frozenset()}, {_cam(session, slot).player_id: 2}
+        )
+        assert len(next(iter(batch.values()))) == 2
+    assert world.t - start == 2

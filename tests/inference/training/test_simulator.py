@@ -23,7 +23,8 @@ def test_the_spawn_zone_is_always_walkable():
 def test_solid_tiles_block_the_avatar():
     world = sim.SimWorld(seed=1, biome=0)
     world.add_player()
-    world.overrides[(1, 0)] = ws.token_of(0, 2)  # an obstacle right of the spawn
+    for ty in (-1, 0, 1):  # a wall right of the spawn (one rock alone is slid round)
+        world.overrides[(1, ty)] = ws.token_of(0, 2)
     for _ in range(10):
         world.step([{"d"}])
     assert world.players[0][0] + ws.BOX_HALF <= ws.TILE
