@@ -4,7 +4,9 @@
 
 Every session is its own world with one player holding a key (so the canvas keeps growing,
 as in play). "batched" steps all sessions in one engine.step call; "sequential" makes one call
-per session, on the same engine and weights in the same run. Prints a markdown table.
+per session, on the same engine and weights in the same run. Prints a markdown table, then a
+second one: 8 players walking into new land with the terrain made inside the steps vs grown
+ahead between them (``WorldEngine.grow_ahead``, as the worker does when idle).
 """
 
 from __future__ import annotations
@@ -57,12 +59,38 @@ def run(engine, pids, chunk, rounds, batched: bool) -> tuple[float, float]:
     return len(pids) * chunk * rounds / elapsed, 1000 * statistics.median(latencies)
 
 
+def walking(engine: WorldEngine, players: int, frames: int, ahead: bool) -> dict:
+    """Players walking straight into new land, one frame per step for all of them (as a worker
+    answers held keys); ``ahead``: grow_ahead runs between steps, as the worker does whenever
+    nothing needs a step. -> step ms p50/p99 and the chunks steps had to make themselves."""
+    wids, pids = make_sessions(engine, players)
+    keys = {p: frozenset("d") for p in pids}
+    while ahead and engine.grow_ahead():
+        pass
+    late, times = engine.late_chunks, []
+    for _ in range(frames):
+        t = time.perf_counter()
+        engine.step(keys, {p: 1 for p in pids})
+        times.append(1000 * (time.perf_counter() - t))
+        if ahead:
+            engine.grow_ahead()
+    for wid in wids:
+        engine.drop_world(wid)
+    times.sort()
+    return {
+        "p50": statistics.median(times),
+        "p99": times[int(0.99 * (len(times) - 1))],
+        "late": engine.late_chunks - late,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunk", type=int, default=1, help="frames per step call per session")
     parser.add_argument("--rounds", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sessions", default="1,2,4,8,16,32")
+    parser.add_argument("--walk-frames", type=int, default=240, help="terrain-ahead table")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     engine = WorldEngine.load()
@@ -92,6 +120,16 @@ def main() -> None:
         )
         for wid in list(engine.worlds):
             engine.drop_world(wid)
+
+    # Terrain ahead: 8 players walking into new land for --walk-frames frames (10 s at 24 fps),
+    # steps that generate terrain themselves vs terrain grown between steps.
+    print()
+    print("| 8 players walking | step p50 ms | step p99 ms | chunks a step had to make |")
+    print("| --- | --- | --- | --- |")
+    for ahead in (False, True):
+        r = walking(engine, 8, args.walk_frames, ahead)
+        label = "terrain grown between steps" if ahead else "terrain made in the step"
+        print(f"| {label} | {r['p50']:.1f} | {r['p99']:.1f} | {r['late']} |", flush=True)
 
 
 if __name__ == "__main__":

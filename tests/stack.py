@@ -37,6 +37,12 @@ def clear_placement(redis_url: str, prefix: str = "px:play") -> None:
         client.delete(key)
 
 
+def database_url(db: dict) -> str:
+    """A DATABASE_URL for child processes from a Django connection's settings_dict."""
+    host, port = db["HOST"] or "127.0.0.1", db["PORT"] or 5432
+    return f"postgres://{db['USER'] or 'postgres'}@{host}:{port}/{db['NAME']}"
+
+
 def stack_env(*, database_url: str, redis_url: str, **extra: str) -> dict:
     """Separate worker processes (never an in-process one) on this database and Redis."""
     return {

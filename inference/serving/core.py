@@ -356,6 +356,10 @@ class EngineCore:
             snapshot.session_meta(session), self.engine.snapshot(session.world_id)
         )
 
+    def grow_ahead(self) -> int:
+        """Terrain ahead of every player, one chunk per world (between steps, never in one)."""
+        return self.engine.grow_ahead(max_rounds=1)
+
     def drop_world(self, world_id: str) -> None:
         self.engine.drop_world(world_id)
 

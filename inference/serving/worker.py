@@ -129,6 +129,7 @@ class InferenceWorker:
         self._stop_requested = False
         self._building = asyncio.Lock()
         self._demand = asyncio.Event()  # wakes the producer: new keys, an event, a low buffer
+        self._ahead = True  # terrain ahead of the players may be missing: grow it when idle
 
     # --- lifecycle -------------------------------------------------------------------------
     async def run(self) -> None:
@@ -727,6 +728,7 @@ class InferenceWorker:
             self._demand.clear()
             batch = self.core.schedule()
             if batch is not None:
+                self._ahead = True  # the players moved: there may be terrain to make ahead
                 started = loop.time()
                 try:
                     result = await loop.run_in_executor(
@@ -737,11 +739,26 @@ class InferenceWorker:
                 else:
                     took = loop.time() - started
                     await self._deliver(self.core.collect(batch, result, loop.time(), took))
+            elif self._ahead:
+                await self._grow_ahead()
             for session in self.core.snapshots_due(self.snapshot_every_s):
                 try:
                     await self._save_snapshot(session)
                 except Exception:
                     log.exception("worker %s: snapshot of %s failed", self.name, session.session_id)
+
+    async def _grow_ahead(self) -> None:
+        """Nothing to step: make a little of the terrain players are walking toward (one chunk
+        per world), so a step seldom has to generate it on the frame path."""
+        loop = asyncio.get_running_loop()
+        try:
+            made = await loop.run_in_executor(self._engine_thread, self.core.grow_ahead)
+        except Exception:
+            log.exception("worker %s: growing terrain ahead failed", self.name)
+            made = 0
+        self._ahead = made > 0
+        if self._ahead:
+            self._demand.set()  # more to make: come back right after the frames due now
 
     async def _deliver(self, outputs: StepOutputs) -> None:
         # The event answers go before the frames that show them (already buffered, so the
@@ -864,6 +881,8 @@ class InferenceWorker:
             "frames_discarded": sum(
                 c.frames_discarded for s in self.sessions.values() for c in s.cameras.values()
             ),
+            "terrain_late_chunks": self.engine.late_chunks if self.engine else 0,
+            "terrain_ahead_chunks": self.engine.ahead_chunks if self.engine else 0,
             "narrative_waiting": self._runner.waiting(),
             "narrative_backends": self.narrator.backends,
         }

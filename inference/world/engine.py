@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 WEIGHTS_DIR = Path(__file__).resolve().parents[1] / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "world_model.safetensors"
 INITIAL_CREATURES = 2
+AHEAD_FRAMES = 24  # grow_ahead makes the terrain a player can reach within about a second
 DECODE_BATCH = 512  # frames per renderer forward (bounds memory, not results)
 
 __all__ = ["PromptError", "SnapshotError", "UnsupportedEvent", "WorldEngine"]
@@ -67,6 +68,8 @@ class WorldEngine:
         self.worlds: dict[str, WorldState] = {}
         self._player_world: dict[str, str] = {}
         self._frames: dict[str, int] = {}  # player id -> world frames its camera has made
+        self.late_chunks = 0  # chunks a step had to generate itself (grow_ahead was too late)
+        self.ahead_chunks = 0  # chunks grow_ahead generated before anyone needed them
 
     @classmethod
     def load(cls, device: str = "cpu", weights: str | None = None) -> WorldEngine:
@@ -175,12 +178,12 @@ class WorldEngine:
             world = self._world(self._player_world[pid])
             player = next(p for p in world.players if p.player_id == pid)
             by_world.setdefault(world.world_id, []).append(player)
-        self._grow(
-            {
-                wid: self._needed_chunks(self.worlds[wid], [(p.x, p.y) for p in players])
-                for wid, players in by_world.items()
-            }
-        )
+        late = {
+            wid: self._needed_chunks(self.worlds[wid], [(p.x, p.y) for p in players])
+            for wid, players in by_world.items()
+        }
+        self.late_chunks += sum(len(v) for v in late.values())
+        self._grow(late)
         scenes: list[tuple] = []
         owners: list[str] = []
         for wid, players in by_world.items():
@@ -282,9 +285,33 @@ class WorldEngine:
 
     # ------------------------------------------------------------ the latent canvas
 
-    def _needed_chunks(self, world: WorldState, positions) -> list[tuple[int, int]]:
-        """Missing chunks a player at each position can see within one max-length step."""
-        reach = ws.FRAME // 2 + self.max_chunk * ws.PLAYER_SPEED + 2 * ws.TILE
+    def grow_ahead(self, max_rounds: int = 1) -> int:
+        """Generate, nearest first, the missing chunks each world's players could reach within
+        about a second (AHEAD_FRAMES of walking) past the next step, at most ``max_rounds``
+        chunks per world;
+        -> how many. The worker calls it between steps, so a step rarely has to generate
+        terrain itself (``late_chunks`` counts when it did)."""
+        # A second of walking beyond what the next step could show (which a step makes itself).
+        reach = ws.FRAME // 2 + (self.max_chunk + AHEAD_FRAMES) * ws.PLAYER_SPEED + 2 * ws.TILE
+        missing = {}
+        for wid, world in self.worlds.items():
+            if world.players:
+                positions = [(p.x, p.y) for p in world.players]
+                needed = self._needed_chunks(world, positions, reach=reach)[:max_rounds]
+                if needed:
+                    missing[wid] = needed
+        self._grow(missing)
+        made = sum(len(v) for v in missing.values())
+        self.ahead_chunks += made
+        return made
+
+    def _needed_chunks(
+        self, world: WorldState, positions, reach: int | None = None
+    ) -> list[tuple[int, int]]:
+        """Missing chunks a player at each position can see within one max-length step (or
+        within ``reach`` pixels)."""
+        if reach is None:
+            reach = ws.FRAME // 2 + self.max_chunk * ws.PLAYER_SPEED + 2 * ws.TILE
         needed: dict[tuple[int, int], int] = {}
         px = ws.CHUNK * ws.TILE
         for x, y in positions:

@@ -20,7 +20,15 @@ from sessions.world_store import PREFIX
 from tests.inference.serving.worker_support import WAIT_S, pixels, unique
 from tests.sessions.play_fixtures import make_user, make_world
 from tests.sessions.test_stack_integration import _session_cookie, _sync
-from tests.stack import Processes, clear_placement, daphne_argv, free_port, stack_env, worker_argv
+from tests.stack import (
+    Processes,
+    clear_placement,
+    daphne_argv,
+    database_url,
+    free_port,
+    stack_env,
+    worker_argv,
+)
 from worlds.models import Category
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -32,13 +40,8 @@ VOTE_S = 3.0
 def stack(redis_url, tmp_path, s3_server):
     """Daphne + two workers (8 players each) on this test's database, Redis and S3 bucket."""
     clear_placement(redis_url)
-    db = connection.settings_dict
-    database_url = (
-        f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
-        f"{db['PORT'] or 5432}/{db['NAME']}"
-    )
     env = stack_env(
-        database_url=database_url,
+        database_url=database_url(connection.settings_dict),
         redis_url=redis_url,
         S3_BUCKET=s3_server["bucket"],
         S3_ENDPOINT_URL=s3_server["endpoint_url"],

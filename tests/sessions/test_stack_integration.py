@@ -17,7 +17,15 @@ from inference.serving.frames import decode_header, frame_jpeg
 from inference.serving.placement import RedisPlacement
 from tests.inference.serving.worker_support import WAIT_S, pixels, unique
 from tests.sessions.play_fixtures import make_user, make_world
-from tests.stack import Processes, clear_placement, daphne_argv, free_port, stack_env, worker_argv
+from tests.stack import (
+    Processes,
+    clear_placement,
+    daphne_argv,
+    database_url,
+    free_port,
+    stack_env,
+    worker_argv,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -26,12 +34,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 def stack(redis_url, tmp_path):
     """Daphne on a free port + two worker processes, all on this test's database and Redis."""
     clear_placement(redis_url)
-    db = connection.settings_dict
-    database_url = (
-        f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
-        f"{db['PORT'] or 5432}/{db['NAME']}"
+    procs = Processes(
+        tmp_path,
+        stack_env(database_url=database_url(connection.settings_dict), redis_url=redis_url),
     )
-    procs = Processes(tmp_path, stack_env(database_url=database_url, redis_url=redis_url))
     port = free_port()
     procs.spawn("daphne", daphne_argv(port))
     workers = {}

@@ -138,3 +138,19 @@ def test_a_shared_world_keeps_one_clock_however_its_cameras_are_batched(core):
         )
         assert len(next(iter(batch.values()))) == 2
     assert world.t - start == 2
+
+
+def test_terrain_ahead_is_grown_between_steps_so_a_walking_step_makes_none(core):
+    session = _live(core, "walker")
+    engine, camera = core.engine, _cam(session)
+    while core.grow_ahead():  # what the worker does whenever nothing needs a step
+        pass
+    assert engine.ahead_chunks > 0
+    before = engine.late_chunks
+    camera.keys = frozenset({"d"})
+    for _ in range(8):  # half a second of walking right: all of it was made ahead
+        engine.step({camera.player_id: camera.keys}, {camera.player_id: 1})
+    assert engine.late_chunks == before
+    for _ in range(120):  # five seconds on, far past what was made: the step has to make some
+        engine.step({camera.player_id: camera.keys}, {camera.player_id: 1})
+    assert engine.late_chunks > before
