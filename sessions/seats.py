@@ -33,6 +33,7 @@ from worlds.services import world_record_play
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 40
+REMOVED = "removed: "  # a removed seat's left_reason starts with it
 
 
 class SessionFull(Exception):
@@ -63,6 +64,15 @@ def seat_of(*, session: PlaySession, user, session_key: str | None) -> Seat | No
     return seats.filter(user=None, anon_key=session_key).first() if session_key else None
 
 
+def was_removed(*, session: PlaySession, user, session_key: str | None) -> bool:
+    """A removed player stays out of that session (a new browser session gets round it;
+    an account does not)."""
+    removed = session.seats.filter(left_reason__startswith=REMOVED)
+    if user is not None and user.is_authenticated:
+        return removed.filter(user=user).exists()
+    return bool(session_key) and removed.filter(user=None, anon_key=session_key).exists()
+
+
 def invite_matches(session: PlaySession, token: str | None) -> bool:
     return bool(token) and hmac.compare_digest(str(token), session.invite_token)
 
@@ -79,7 +89,8 @@ def seat_join(
     """Seat the caller in a shared session; -> (session, seat, created). Joining twice returns
     the seat they have. Raises PlaySession.DoesNotExist (unknown, ended, or private without a
     valid invite: the same answer, so ids and tokens cannot be probed), SessionFull,
-    SessionLimitReached, UserSuspended and ValidationError (a name that fails screening)."""
+    SessionLimitReached, PermissionDenied (suspended, or removed from this session) and
+    ValidationError (a name that fails screening)."""
     user = services.player_of(user, session_key)
     session = PlaySession.objects.filter(pk=session_id, status__in=ACTIVE_STATUSES).first()
     if session is None:
@@ -89,6 +100,8 @@ def seat_join(
         return session, held, False
     if not session.is_public and not invite_matches(session, invite):
         raise PlaySession.DoesNotExist("Private session")
+    if was_removed(session=session, user=user, session_key=session_key):
+        raise PermissionDenied("You were removed from this session.")
     if not session.is_shared:
         raise SessionFull("This session has one player; ask them to start a shared one.")
     return _seat(
@@ -245,7 +258,7 @@ def seat_remove_by(
 def seat_remove(*, seat: Seat, reason: str) -> None:
     """Close the player's socket with the reason they see, then free their seat."""
     _group_send(seat.session_id, messages.Removed(slot=seat.slot, reason=reason))
-    seat_leave(seat=seat, reason=f"removed: {reason}")
+    seat_leave(seat=seat, reason=f"{REMOVED}{reason}")
 
 
 def seat_attached(*, seat: Seat, channel: str) -> None:

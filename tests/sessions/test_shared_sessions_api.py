@@ -195,8 +195,10 @@ def test_the_creator_removes_a_player_and_others_cannot(player, worker_slots):
     assert [p["slot"] for p in removed.json()["players"]] == [0, 2]
     seat = Seat.objects.get(session_id=session["id"], slot=1)
     assert seat.left_reason == "removed: spamming the chat"
-    # The removed guest is no longer seated: their socket would be refused.
-    assert _join(guest, session["id"]).json()["player"]["slot"] == 1  # a fresh seat, not theirs
+    # The removed guest is no longer seated (their socket would be refused) and stays out.
+    again = _join(guest, session["id"])
+    assert again.status_code == 403 and "removed" in again.json()["detail"]
+    assert _join(APIClient(), session["id"]).json()["player"]["slot"] == 1  # someone else may
 
 
 def test_a_moderator_removes_a_player_and_it_is_audited(player, worker_slots):
