@@ -133,7 +133,9 @@ def _fill_target(item: QueueItem) -> None:
             PlaySession.objects.select_related("world", "player").filter(pk=item.target_id).first()
         )
         item.world = item.session.world if item.session else None
-        item.target_user = item.session.player if item.session else None
+        named = next((r.target_user for r in item.reports if r.player_name and r.target_user), None)
+        # A report naming a shared session's player is about them, not whoever started it.
+        item.target_user = named or (item.session.player if item.session else None)
     if first is not None:
         item.world = item.world or first.world
         item.target_user = item.target_user or first.target_user

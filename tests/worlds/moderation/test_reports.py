@@ -189,7 +189,7 @@ def test_a_report_on_a_shared_session_names_a_player(api_as, reporter, creator, 
     assert response.status_code == 201
     assert (response.json()["player_slot"], response.json()["player_name"]) == (3, "Noisy")
     [item] = selectors.queue_items()
-    assert item.players == ["Noisy"]
+    assert item.players == ["Noisy"] and item.target_user == troll
     page = Client()
     page.force_login(moderator)
     assert "Players reported: <strong>Noisy</strong>" in page.get("/moderation/").content.decode()
