@@ -8,6 +8,7 @@ The server and browser helpers live in live_server.py, shared with `make screens
 """
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,31 @@ def live_url(django_db_setup, django_db_blocker, daphne_env, tmp_path_factory):
 
 # Module scope: Playwright's sync API keeps an event loop on this thread while the browser lives,
 # and asyncio tests in later modules could not start theirs.
+@pytest.fixture(autouse=True)
+def _server_settles(request):
+    """Before a browser test's database is flushed, let the server finish what the closed
+    pages set off (sockets leaving their seats): a TRUNCATE racing a two-table update is a
+    deadlock in PostgreSQL, and the flush is the one that loses."""
+    if "live_url" not in request.fixturenames or connection.vendor != "postgresql":
+        yield
+        return
+    request.getfixturevalue("transactional_db")  # set up first, so torn down after this
+    yield
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _others_busy():
+        time.sleep(0.1)
+
+
+def _others_busy() -> bool:
+    """Another connection to the test database is inside a statement or a transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state <> 'idle'"
+        )
+        return cursor.fetchone()[0] > 0
+
+
 @pytest.fixture(scope="module")
 def chromium():
     if not chromium_path():
