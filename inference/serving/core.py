@@ -135,8 +135,9 @@ class EngineCore:
         budget = None
         if self.step_budget_s and self._frame_s:
             budget = max(1, int(self.step_budget_s / self._frame_s))
+        live = self.live()
         plan = plan_step(
-            self.live(),
+            live,
             cap=self.controller.cap,
             cover=min(self.cover(), self.engine.max_chunk),
             max_chunk=self.engine.max_chunk,
@@ -145,7 +146,7 @@ class EngineCore:
         )
         if not plan.stepping:
             return None
-        cameras = {c.player_id: c for c in self.live()}
+        cameras = {c.player_id: c for c in live}
         by_player, events, answers_to = {}, {}, set()
         for player_id in plan.stepping:
             camera = cameras[player_id]
