@@ -5,8 +5,9 @@
 Every session is its own world with one player holding a key (so the canvas keeps growing,
 as in play). "batched" steps all sessions in one engine.step call; "sequential" makes one call
 per session, on the same engine and weights in the same run. Prints a markdown table, then a
-second one: 8 players walking into new land with the terrain made inside the steps vs grown
-ahead between them (``WorldEngine.grow_ahead``, as the worker does when idle).
+second one: 8 players walking into new land at 24 steps a second, with the terrain made inside
+the steps vs grown ahead on the engine's terrain thread (``WorldEngine.start_terrain``, as the
+worker runs it), and how often a player was held at the edge of a chunk not made yet.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ PROMPTS = [
     "a quiet meadow",
     "a snowy forest at night",
     "a desert in the rain",
-    "a foggy coast",
-    "a village at dusk",
-    "a crystal cave",
-    "a pine forest",
-    "a tropical beach",
+    "a coral reef under the sea",
+    "city streets at dusk",
+    "a volcanic wasteland under falling ash",
+    "a jungle running down to a beach",
+    "a cherry blossom garden with petals in the air",
 ]
 KEYS = [frozenset(k) for k in ("d", "s", "a", "w", "sd", "wa")]
 
@@ -59,28 +60,33 @@ def run(engine, pids, chunk, rounds, batched: bool) -> tuple[float, float]:
     return len(pids) * chunk * rounds / elapsed, 1000 * statistics.median(latencies)
 
 
-def walking(engine: WorldEngine, players: int, frames: int, ahead: bool) -> dict:
-    """Players walking straight into new land, one frame per step for all of them (as a worker
-    answers held keys); ``ahead``: grow_ahead runs between steps, as the worker does whenever
-    nothing needs a step. -> step ms p50/p99 and the chunks steps had to make themselves."""
+def walking(engine: WorldEngine, players: int, frames: int, thread: bool, fps: float) -> dict:
+    """Players walking straight into new land, one frame per step for all of them at ``fps``
+    steps a second (as a worker answers held keys); ``thread``: the terrain thread grows the
+    land ahead and steps make none. -> step ms p50/p99, chunks steps made, held share."""
     wids, pids = make_sessions(engine, players)
     keys = {p: frozenset("d") for p in pids}
-    while ahead and engine.grow_ahead():
-        pass
-    late, times = engine.late_chunks, []
+    if thread:
+        engine.start_terrain()
+    late, held, moved, times = engine.late_chunks, engine.held_frames, engine.moved_frames, []
+    next_at = time.perf_counter()
     for _ in range(frames):
         t = time.perf_counter()
         engine.step(keys, {p: 1 for p in pids})
         times.append(1000 * (time.perf_counter() - t))
-        if ahead:
-            engine.grow_ahead()
+        next_at += 1 / fps
+        time.sleep(max(0.0, next_at - time.perf_counter()))
+    engine.stop_terrain()
     for wid in wids:
         engine.drop_world(wid)
     times.sort()
+    moved = engine.moved_frames - moved
     return {
         "p50": statistics.median(times),
         "p99": times[int(0.99 * (len(times) - 1))],
         "late": engine.late_chunks - late,
+        "held": engine.held_frames - held,
+        "moved": moved,
     }
 
 
@@ -122,14 +128,22 @@ def main() -> None:
             engine.drop_world(wid)
 
     # Terrain ahead: 8 players walking into new land for --walk-frames frames (10 s at 24 fps),
-    # steps that generate terrain themselves vs terrain grown between steps.
+    # steps that generate terrain themselves vs the terrain thread.
     print()
-    print("| 8 players walking | step p50 ms | step p99 ms | chunks a step had to make |")
-    print("| --- | --- | --- | --- |")
-    for ahead in (False, True):
-        r = walking(engine, 8, args.walk_frames, ahead)
-        label = "terrain grown between steps" if ahead else "terrain made in the step"
-        print(f"| {label} | {r['p50']:.1f} | {r['p99']:.1f} | {r['late']} |", flush=True)
+    print(
+        "| 8 players walking, 24 steps/s | step p50 ms | step p99 ms "
+        "| chunks a step had to make | player frames held at an edge |"
+    )
+    print("| --- | --- | --- | --- | --- |")
+    for thread in (False, True):
+        r = walking(engine, 8, args.walk_frames, thread, fps=24.0)
+        label = "terrain thread" if thread else "terrain made in the step"
+        share = 100 * r["held"] / max(1, r["moved"])
+        print(
+            f"| {label} | {r['p50']:.1f} | {r['p99']:.1f} | {r['late']} "
+            f"| {r['held']} of {r['moved']} ({share:.1f}%) |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import threading
 from PIL import Image
 
 SETTLE_FRAMES = 6  # let weather and creatures animate a little before the shot
-SCALE = 8  # 64 px frames -> 512 px covers, nearest-neighbour so pixels stay crisp
+SCALE = 4  # 128 px frames -> 512 px covers, nearest-neighbour so pixels stay crisp
 
 _lock = threading.Lock()
 _engine = None

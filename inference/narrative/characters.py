@@ -77,7 +77,7 @@ class Turn:
     """What a reply needs decided before generation."""
 
     harmful: bool
-    event: tuple[str, str] | None  # a change the engine grants with this reply
+    event: engine.Event | None  # a change the engine grants with this reply
     moot: bool  # asked for what the world already is
 
 
@@ -87,7 +87,7 @@ def read_turn(line: str, world: dict) -> Turn:
     event = None if harmful else engine.requested_event(line)
     if event is not None and not engine.REQUEST_CUE.search(line):
         event = None
-    moot = event is not None and event[0] in ("weather", "time") and world.get(event[0]) == event[1]
+    moot = event is not None and engine.changes_nothing(event, world)
     return Turn(harmful=harmful, event=None if moot else event, moot=moot)
 
 

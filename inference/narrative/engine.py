@@ -7,9 +7,13 @@ world's live state (`WorldEngine.describe`) and the story so far; the encoder ra
 beats by coherence with the story (and keeps the two options apart), and sorts a player's line
 into an intent by its nearest exemplar.
 
-Every world change goes through an event text from `EVENTS`, each one recognised by the shipped
-world model as exactly that change (tests/inference/test_narrative.py checks them all), so a pick
-or a granted request visibly changes the world.
+Every world change goes through an event text from `EVENTS`: spec's one canonical phrase per
+event, which the world model is trained to recognise as exactly that change
+(tests/inference/narrative/test_engine.py checks them all), so a pick or a granted request
+visibly changes the world.
+
+Every table keyed by a biome, atmosphere or time of day covers all of spec's names, and every
+lookup has a fallback, so a world in a state no table knows still gets a line.
 
 Pure functions over small frozen dataclasses: the worker replaces a session's state wholesale, so
 a snapshot taken on another thread never sees half an update. Django-free.
@@ -34,48 +38,106 @@ RECENT_PICKS = 10  # labels of picks remembered, so new options do not repeat th
 CHAT_RECENT_TURNS = 6  # (speaker, text) lines of dialogue a prompt quotes whole
 
 # --- world events: text the event heads recognise, and what each does ----------------------
-# (kind, value) -> event text. kind is a key of WorldEngine.describe (feature: no state key).
-EVENTS: dict[tuple[str, str], str] = {
-    ("weather", "clear"): "the sky clears",
-    ("weather", "rain"): "it starts to rain",
-    ("weather", "snow"): "it starts to snow",
-    ("weather", "fog"): "fog rolls in",
-    ("time", "day"): "the sun rises",
-    ("time", "dusk"): "the sun begins to set",
-    ("time", "night"): "night falls",
-    **{("creature", c): f"a {c} appears" for c in ws.CREATURES},
-    ("feature", "pond"): "a pond appears",
-    ("feature", "flowers"): "flowers bloom all around",
-    ("feature", "rocks"): "rocks rise from the ground",
+Event = tuple[str, str]
+# (kind, value) -> event text, the only text sent to the engine. kind is "weather", "time",
+# "creature" or "thing"; the first three name a key of WorldEngine.describe, a thing is added to
+# its "things".
+EVENTS: dict[Event, str] = {
+    (kind, value): text
+    for kind, phrases in ws.EVENT_PHRASES.items()
+    for value, text in phrases.items()
 }
+# How a story tells that an event happened, where its event text is an order ("build a
+# campfire") rather than a clause that reads after "and" ("night falls").
+TOLD: dict[Event, str] = {
+    ("thing", "campfire"): "a campfire crackles to life",
+    ("thing", "house"): "a house now stands",
+    ("thing", "bridge"): "a bridge spans the water",
+    ("thing", "path"): "a path opens ahead",
+    ("thing", "trees"): "trees grow tall",
+    ("thing", "flowers"): "flowers bloom all around",
+    ("thing", "tent"): "a tent stands ready",
+    ("thing", "fence"): "a fence rises",
+}
+# Snapshots written before v2 name things "feature"s.
+_LEGACY_KINDS = {"feature": "thing"}
 
 PLACES = {
     "meadow": "meadow",
     "forest": "woods",
     "desert": "dunes",
     "snow": "snowfield",
-    "coast": "shore",
-    "town": "village",
+    "beach": "shore",
+    "city": "streets",
     "cave": "cavern",
+    "reef": "reef",
+    "volcanic": "lava fields",
+    "jungle": "jungle",
+    "swamp": "marsh",
+    "ruins": "old ruins",
+    "canyon": "canyon",
+    "blossom": "blossom garden",
+    "ice_cave": "ice cavern",
+    "autumn": "autumn woods",
 }
+# Places one is "on" rather than "in" (the preposition `_in_place` uses).
+ON_PLACES = frozenset({"shore", "snowfield", "reef", "lava fields", "land"})
 # What stands in the place when the story names nothing itself.
 LANDMARKS = {
     "meadow": "old stone wall",
     "forest": "hollow oak",
     "desert": "ruined well",
     "snow": "frozen cairn",
-    "coast": "wrecked boat",
-    "town": "town well",
+    "beach": "wrecked boat",
+    "city": "fountain",
     "cave": "glowing pool",
+    "reef": "sunken anchor",
+    "volcanic": "black obsidian spire",
+    "jungle": "vine-choked idol",
+    "swamp": "crooked willow",
+    "ruins": "broken archway",
+    "canyon": "red rock arch",
+    "blossom": "stone lantern",
+    "ice_cave": "frozen waterfall",
+    "autumn": "fallen log",
 }
-WEATHER_WORDS = {"clear": "clear sky", "rain": "rain", "snow": "snow", "fog": "fog"}
-TIME_WORDS = {"day": "daylight", "dusk": "dusk", "night": "night"}
-TIME_PHRASES = {"day": "by day", "dusk": "at dusk", "night": "at night"}
+# The atmosphere as a noun: what "Wait for the {weather} to pass" and prompts call it.
+WEATHER_WORDS = {
+    "clear": "clear sky",
+    "rain": "rain",
+    "snow": "snow",
+    "fog": "fog",
+    "thunderstorm": "thunderstorm",
+    "sandstorm": "sandstorm",
+    "ash": "ashfall",
+    "petals": "falling petals",
+    "fireflies": "fireflies",
+}
+TIME_WORDS = {"dawn": "dawn", "day": "daylight", "dusk": "dusk", "night": "night"}
+TIME_PHRASES = {"dawn": "at dawn", "day": "by day", "dusk": "at dusk", "night": "at night"}
+# Things a world holds, with their article, as a line about the world names them.
+THING_WORDS = {
+    "campfire": "a campfire",
+    "house": "a house",
+    "bridge": "a bridge",
+    "path": "a path",
+    "trees": "trees",
+    "lava_pool": "a pool of lava",
+    "ruins": "ruins",
+    "statue": "a statue",
+    "pond": "a pond",
+    "flowers": "flowers",
+    "rocks": "rocks",
+    "tent": "a tent",
+    "well": "a well",
+    "fence": "a fence",
+}
 # Concrete nouns a story may be about; the ones it mentioned last fill the options' {motif}.
 MOTIFS = (
     "lighthouse boat boats ship harbour letter map caravan tracks campfire queen envoy castle "
     "tower bridge shrine door key mushrooms lantern bell well road path river cave crown sword "
-    "book stranger wagon cart garden statue gate ruins market"
+    "book stranger wagon cart garden statue gate ruins market tent fence house pond fountain "
+    "anchor idol"
 ).split()
 MOTIFS_RECENT = 3
 
@@ -90,17 +152,47 @@ def describe_place(world: dict) -> str:
 
 def _in_place(world: dict) -> str:
     place = describe_place(world)
-    return f"on the {place}" if place in ("shore", "snowfield") else f"in the {place}"
+    return f"on the {place}" if place in ON_PLACES else f"in the {place}"
 
 
-def apply_to_description(world: dict, event: tuple[str, str]) -> dict:
-    """The description a world will have once `event` is applied (features change no key)."""
+def time_of(world: dict) -> str:
+    """The named time of day: the description's own, else what its clock is called."""
+    if world.get("time") in ws.TIMES:
+        return world["time"]
+    hours, _, minutes = str(world.get("clock", "")).partition(":")
+    if hours.isdigit() and minutes.isdigit():
+        return ws.time_name(int(hours) * 60 + int(minutes))
+    return "day"
+
+
+def told(event: Event) -> str:
+    """The event as a story tells it happened ("night falls", "a campfire crackles to life")."""
+    return TOLD.get(event) or EVENTS.get(event, "")
+
+
+def changes_nothing(event: Event, world: dict) -> bool:
+    """Asking for the weather or time the world already has changes nothing; a creature or a
+    thing always adds one more."""
+    kind, value = event
+    if kind == "time":
+        return time_of(world) == value
+    return kind == "weather" and world.get("weather") == value
+
+
+def apply_to_description(world: dict, event: Event) -> dict:
+    """The description a world will have once `event` is applied."""
     kind, value = event
     out = {**world, "creatures": list(world.get("creatures", []))}
     if kind == "creature":
         out["creatures"].append(value)
-    elif kind in ("weather", "time"):
-        out[kind] = value
+    elif kind == "thing":
+        out["things"] = [*world.get("things", []), value]
+    elif kind == "weather":
+        out["weather"] = value
+    elif kind == "time":
+        out["time"] = value
+        if "clock" in world and value in ws.TIMES:  # a named time sets the clock to its moment
+            out["clock"] = ws.clock_text(ws.TIME_MINUTES[ws.TIMES.index(value)])
     return out
 
 
@@ -112,15 +204,18 @@ class Beat:
     """One kind of story step: which event it causes, and how it reads before and after."""
 
     name: str
-    event: tuple[str, str]  # (kind, value); value "*" = a creature kind chosen at fill time
+    event: Event  # (kind, value); value "*" = a creature kind chosen at fill time
     label: str  # the option the player sees
     narration: str  # the line the story gains when it is picked
+    excludes: frozenset[str] = frozenset()  # creatures a "*" beat does not fit
 
+
+_TRACKLESS = frozenset({"bird", "fish", "butterfly", "ghost"})  # nothing to follow on the ground
 
 BEATS = (
     Beat("shelter", ("weather", "rain"), "Hurry to the {motif} before the rain",
          "Clouds gather over the {place}; you run for the {motif} as it starts to rain."),
-    Beat("storm_walk", ("weather", "rain"), "Walk on into the coming storm",
+    Beat("storm_walk", ("weather", "rain"), "Walk on into the coming rain",
          "You walk on, and rain begins to drum on the {place}."),
     Beat("snowfall", ("weather", "snow"), "Wait for the first snow by the {motif}",
          "You wait by the {motif}; the air chills and it starts to snow."),
@@ -129,9 +224,21 @@ BEATS = (
     Beat("fog_search", ("weather", "fog"), "Search for the {motif} as the fog comes",
          "You search for the {motif} while a thick fog settles on the {place}."),
     Beat("clearing", ("weather", "clear"), "Wait for the {weather} to pass",
-         "You wait it out; the {weather} passes and the sky clears above the {place}."),
-    Beat("dawn", ("time", "day"), "Rest until morning",
-         "You rest by the {motif}; the sun rises over the {place}."),
+         "You wait it out; at last the sky clears above the {place}, the {weather} gone."),
+    Beat("thunder", ("weather", "thunderstorm"), "Climb the {motif} to watch the storm",
+         "From the {motif} you watch lightning split the sky as a thunderstorm rolls in."),
+    Beat("sandstorm", ("weather", "sandstorm"), "Wait out the sandstorm by the {motif}",
+         "You crouch by the {motif} with your eyes shut as a sandstorm sweeps in."),
+    Beat("ashfall", ("weather", "ash"), "Watch the smoke rise beyond the {motif}",
+         "Smoke darkens the sky over the {place}, and ash falls like grey snow."),
+    Beat("petals", ("weather", "petals"), "Shake the blossoms loose",
+         "You shake the branches, and petals drift on the wind across the {place}."),
+    Beat("fireflies", ("weather", "fireflies"), "Follow the fireflies",
+         "You follow a faint glow until fireflies light up the air around the {motif}."),
+    Beat("dawn", ("time", "dawn"), "Rest until morning",
+         "You rest by the {motif} until dawn breaks over the {place}."),
+    Beat("noon", ("time", "day"), "Press on until the sun is high",
+         "You press on across the {place} until the sun rises high above you."),
     Beat("dusk", ("time", "dusk"), "Follow the road until the sun sets",
          "You follow the road across the {place} as the sun begins to set."),
     Beat("night_watch", ("time", "night"), "Keep watch over the {motif} until dark",
@@ -139,17 +246,41 @@ BEATS = (
     Beat("night_sneak", ("time", "night"), "Wait for nightfall to move unseen",
          "You wait in the shadows of the {place} until night falls."),
     Beat("tracks", ("creature", "*"), "Follow the {creature} tracks",
-         "You follow the tracks through the {place}, and a {creature} appears ahead."),
+         "You follow the tracks through the {place}, and a {creature} appears ahead.",
+         _TRACKLESS),
     Beat("call", ("creature", "*"), "Call out across the {place}",
          "Your call echoes over the {place}; a {creature} appears to answer it."),
     Beat("bait", ("creature", "*"), "Leave food by the {motif} and wait",
-         "You leave food by the {motif} and wait; soon a {creature} appears."),
-    Beat("spring", ("feature", "pond"), "Dig where the ground is damp",
+         "You leave food by the {motif} and wait; soon a {creature} appears.",
+         frozenset({"ghost"})),
+    Beat("campfire", ("thing", "campfire"), "Light a campfire against the dark",
+         "You gather sticks by the {motif} and light a campfire; it crackles to life."),
+    Beat("house", ("thing", "house"), "Build a cabin by the {motif}",
+         "You saw and hammer by the {motif} until a snug house stands there."),
+    Beat("bridge", ("thing", "bridge"), "Cross the river by a new bridge",
+         "You lash planks together, and a bridge spans the water."),
+    Beat("path", ("thing", "path"), "Clear a path through the {place}",
+         "You push the brush aside, and a path opens ahead of you."),
+    Beat("grove", ("thing", "trees"), "Plant saplings by the {motif}",
+         "You plant saplings by the {motif}, and trees grow tall around it."),
+    Beat("lava", ("thing", "lava_pool"), "Dig down toward the heat below",
+         "The ground splits where you dig, and a pool of lava bubbles up."),
+    Beat("ruins", ("thing", "ruins"), "Shelter in the ruins",
+         "You search for cover, and ancient ruins rise from the ground to shelter you."),
+    Beat("statue", ("thing", "statue"), "Carve the stone by the {motif}",
+         "You chip at the stone until a statue stands by the {motif}."),
+    Beat("spring", ("thing", "pond"), "Dig where the ground is damp",
          "You dig near the {motif}, and water wells up until a pond appears."),
-    Beat("bloom", ("feature", "flowers"), "Scatter the seeds you carry",
+    Beat("bloom", ("thing", "flowers"), "Scatter the seeds you carry",
          "You scatter your seeds across the {place}, and flowers bloom all around."),
-    Beat("rockfall", ("feature", "rocks"), "Climb the slope above the {motif}",
-         "You climb above the {motif}; loose stones slide and rocks rise from the ground."),
+    Beat("rockfall", ("thing", "rocks"), "Climb the slope above the {motif}",
+         "You climb above the {motif}; loose stones slide and rocks tumble down."),
+    Beat("camp", ("thing", "tent"), "Pitch a tent and make camp",
+         "You pitch a tent beside the {motif} and settle in."),
+    Beat("well", ("thing", "well"), "Dig a well by the {motif}",
+         "You dig by the {motif} and line the hole with stones until a well stands ready."),
+    Beat("fence", ("thing", "fence"), "Build a fence around the camp",
+         "You drive stakes into the ground, and a fence rises around your camp."),
 )  # fmt: skip
 BEAT_BY_NAME = {b.name: b for b in BEATS}
 
@@ -159,7 +290,7 @@ class Option:
     beat: str
     label: str
     narration: str
-    event: tuple[str, str]
+    event: Event
 
     @property
     def event_text(self) -> str:
@@ -204,7 +335,8 @@ class Story:
 def story_start(opening: str, world: dict) -> Story:
     first = _clean(opening)
     if not first:
-        first = f"You arrive in the {describe_place(world)} {TIME_PHRASES[world['time']]}."
+        when = TIME_PHRASES.get(time_of(world), "")
+        first = _clean(f"You arrive {_in_place(world)} {when}") + "."
     return Story(lines=(first,))
 
 
@@ -288,13 +420,12 @@ def _candidates(story: Story, world: dict, rng: np.random.Generator) -> list[Opt
     out = []
     for beat in BEATS:
         kind, value = beat.event
-        if kind in ("weather", "time") and world.get(kind) == value:
+        if changes_nothing(beat.event, world):
             continue  # it is raining already: "it starts to rain" would change nothing
-        if beat.name == "clearing" and world.get("weather") == "clear":
-            continue
         if value == "*":
             # Prefer a kind the story has not met yet; a deterministic draw among them.
-            fresh = [c for c in ws.CREATURES if c not in present] or list(ws.CREATURES)
+            fitting = [c for c in ws.CREATURES if c not in beat.excludes]
+            fresh = [c for c in fitting if c not in present] or fitting
             value = fresh[int(rng.integers(len(fresh)))]
         motif = motifs[int(rng.integers(len(motifs)))]
         filled = {**slots, "creature": value, "motif": motif}
@@ -343,29 +474,49 @@ INTENTS: dict[str, tuple[str, ...]] = {
     "thanks": ("thank you", "thanks a lot", "much appreciated"),
     "change": ("can you make it rain?", "make it snow please", "please make it night",
                "could you summon a fox?", "make some flowers grow", "change the weather",
-               "can you bring out the sun?", "call a wolf here"),
+               "can you bring out the sun?", "call a wolf here", "could you build a bridge?",
+               "light a campfire for me"),
 }  # fmt: skip
 INTENT_MIN_SIMILARITY = 0.45  # below it a line is "unknown"
 # (kind, value) -> how a player asks for it; the nearest phrase to a "change" line is granted.
-REQUESTS: dict[tuple[str, str], tuple[str, ...]] = {
+REQUESTS: dict[Event, tuple[str, ...]] = {
     ("weather", "clear"): ("make the sky clear", "make the sun come out", "stop the rain"),
     ("weather", "rain"): ("make it rain", "bring the rain"),
     ("weather", "snow"): ("make it snow", "bring the snow"),
     ("weather", "fog"): ("make it foggy", "bring the fog"),
-    ("time", "day"): ("make it day", "make it morning", "bring the sunrise"),
+    ("weather", "thunderstorm"): ("make a thunderstorm", "bring thunder and lightning"),
+    ("weather", "sandstorm"): ("make a sandstorm", "stir up a sandstorm"),
+    ("weather", "ash"): ("make ash fall from the sky", "make it rain ash"),
+    ("weather", "petals"): ("make petals fall", "bring petals on the wind"),
+    ("weather", "fireflies"): ("bring the fireflies", "make the fireflies glow"),
+    ("time", "dawn"): ("make it dawn", "make it morning", "bring the sunrise"),
+    ("time", "day"): ("make it day", "make it noon", "make it daytime"),
     ("time", "dusk"): ("make it evening", "make it dusk", "make the sun set"),
     ("time", "night"): ("make it night", "make it dark"),
     **{("creature", c): (f"bring a {c} here", f"summon a {c}") for c in ws.CREATURES},
-    ("feature", "pond"): ("make a pond", "make water spring up"),
-    ("feature", "flowers"): ("make flowers grow", "make flowers bloom"),
-    ("feature", "rocks"): ("make rocks rise", "make boulders appear"),
+    ("thing", "campfire"): ("light a campfire", "make a fire"),
+    ("thing", "house"): ("build a house", "make a house appear"),
+    ("thing", "bridge"): ("build a bridge", "make a bridge"),
+    ("thing", "path"): ("make a path", "clear a path"),
+    ("thing", "trees"): ("make trees grow", "plant some trees"),
+    ("thing", "lava_pool"): ("make a pool of lava", "make lava bubble up"),
+    ("thing", "ruins"): ("raise some ancient ruins", "make ruins appear"),
+    ("thing", "statue"): ("make a statue", "put up a statue"),
+    ("thing", "pond"): ("make a pond", "make water spring up"),
+    ("thing", "flowers"): ("make flowers grow", "make flowers bloom"),
+    ("thing", "rocks"): ("make rocks rise", "make boulders appear"),
+    ("thing", "tent"): ("pitch a tent", "put up a tent"),
+    ("thing", "well"): ("dig a well", "make a well"),
+    ("thing", "fence"): ("build a fence", "put up a fence"),
 }
 REQUEST_MIN_SIMILARITY = 0.5
 # A line that asks for something ("make it rain", "could you bring a fox") rather than asks
 # about it ("is it raining?"): with a close request phrase it is a change, whatever the nearest
 # exemplar says.
 REQUEST_CUE = re.compile(
-    r"\b(make|bring|summon|call|conjure|let|stop|could you|can you|would you|please)\b", re.I
+    r"\b(make|bring|summon|call|conjure|let|stop|build|light|pitch|plant|dig|raise|put up|"
+    r"could you|can you|would you|please)\b",
+    re.I,
 )
 
 # Tone from the persona card, by its nearest description; each tone opens (a whole sentence, so
@@ -381,21 +532,50 @@ TONES = {
 REPLIES: dict[str, tuple[str, ...]] = {
     "greeting": ("{open} Hello to you too, traveller.", "{open} Welcome to the {place}."),
     "identity": ("{open} I'm {name}, {persona}", "{open} Name's {name}. {persona_cap}"),
-    "place": ("{open} This is the {place}, {time_phrase}, {weather_phrase}.",
+    "place": ("{open} We're {in_place}, {time_phrase}, with {weather_phrase}.",
               "{open} You're {in_place}. {creature_phrase}"),
     "weather": ("{open} {weather_sentence}", "{open} Look up: {weather_phrase}."),
-    "time": ("{open} It's {time_word} here {in_place}.", "{open} {time_sentence}"),
+    "time": ("{open} It's {time_word} here {in_place}{clock_note}.", "{open} {time_sentence}"),
     "creatures": ("{open} {creature_phrase}", "{open} Keep your eyes open. {creature_phrase}"),
     "wellbeing": ("{open} I'm well enough, with {weather_phrase} over the {place}.",
                   "{open} Better now that I've company."),
     "farewell": ("{open} Safe roads, traveller.", "{open} Off you go, then. Come back soon."),
     "thanks": ("{open} Don't mention it.", "{open} Any time."),
-    "change_done": ("{open} As you wish: {event_text}.", "{open} Watch closely... {event_text}."),
+    "change_done": ("{open} As you wish: {event_text}.", "{open} Watch closely... {event_told}."),
     "change_moot": ("{open} Look around: {state_phrase} already.",),
     "change_no": ("{open} That is beyond even me.", "{open} I can't change that, friend."),
     "unknown": ("{open} I don't follow. Ask me about the {place}, or about me.",
                 "{open} Say that another way?"),
 }  # fmt: skip
+# What a character says of the live world, by atmosphere and time of day.
+WEATHER_PHRASES = {
+    "clear": "clear skies",
+    "rain": "rain coming down",
+    "snow": "snow falling",
+    "fog": "fog all around",
+    "thunderstorm": "thunder rolling",
+    "sandstorm": "sand on the wind",
+    "ash": "ash falling",
+    "petals": "petals on the wind",
+    "fireflies": "fireflies glowing",
+}
+WEATHER_SENTENCES = {  # {place} is filled in
+    "clear": "Not a cloud over the {place}.",
+    "rain": "It's raining; mind the mud.",
+    "snow": "Snow, and more on the way.",
+    "fog": "Fog so thick you could lose your boots in it.",
+    "thunderstorm": "Thunder and lightning; keep your head down.",
+    "sandstorm": "Sand in the air; cover your eyes.",
+    "ash": "Ash drifting down like grey snow.",
+    "petals": "Petals on the wind, soft as anything.",
+    "fireflies": "Fireflies everywhere, like little lanterns.",
+}
+TIME_SENTENCES = {
+    "dawn": "First light; the day's only beginning.",
+    "day": "The sun's up; plenty of day left.",
+    "dusk": "The sun's going down; dusk already.",
+    "night": "It's dark. Night has the place now.",
+}
 MAX_REPLY_CHARS = 200
 MAX_EXAMPLES = 8  # creator's example lines a prompt quotes
 
@@ -441,7 +621,7 @@ def character_remember(character: Character, line: str, reply: str) -> Character
 class Reply:
     text: str
     intent: str
-    event: tuple[str, str] | None = None  # a world change to apply with the reply
+    event: Event | None = None  # a world change to apply with the reply
 
     @property
     def event_text(self) -> str | None:
@@ -478,7 +658,7 @@ def classify(line: str) -> tuple[str, float]:
     return names[best], float(sims[best])
 
 
-def requested_event(line: str) -> tuple[str, str] | None:
+def requested_event(line: str) -> Event | None:
     keys = [key for key, phrases in REQUESTS.items() for _ in phrases]
     vecs = text_encoder.embed([line, *[p for phrases in REQUESTS.values() for p in phrases]])
     sims = vecs[1:] @ vecs[0]
@@ -501,7 +681,7 @@ def character_reply(
     if intent == "change":
         if requested is None:
             key = "change_no"
-        elif requested[0] in ("weather", "time") and world.get(requested[0]) == requested[1]:
+        elif changes_nothing(requested, world):
             key = "change_moot"  # already so: nothing to apply
         else:
             key = "change_done"
@@ -517,27 +697,24 @@ def character_reply(
     return turned, Reply(text=text, intent=intent, event=event)
 
 
-def _reply_slots(character: Character, world: dict, event, rng) -> dict:
+def _reply_slots(character: Character, world: dict, event: Event | None, rng) -> dict:
     tone = _tone(character.persona)
     _, openers, end = TONES[tone]
     place = describe_place(world)
-    weather, time = world.get("weather", "clear"), world.get("time", "day")
+    weather, time = world.get("weather", "clear"), time_of(world)
     creatures = sorted(set(world.get("creatures") or []))
-    persona = _persona_clause(character.persona) or f"and this {place} is my home{end}"
-    weather_phrase = {
-        "clear": "clear skies",
-        "rain": "rain coming down",
-        "snow": "snow falling",
-        "fog": "fog all around",
-    }[weather]
+    persona = _persona_clause(character.persona) or f"and I make my home {_in_place(world)}{end}"
+    weather_phrase = WEATHER_PHRASES.get(weather, "the weather as it comes")
+    time_word = TIME_WORDS.get(time, "daytime")
     if creatures:
         creature_phrase = f"I've seen {_and([_a(c) for c in creatures])} about{end}"
     else:
         creature_phrase = f"Nothing stirs {_in_place(world)} just now{end}"
     state_phrase = {
         "weather": weather_phrase,
-        "time": f"it's {TIME_WORDS[time]}",
+        "time": f"it's {time_word}",
     }.get(event[0] if event else "", weather_phrase)
+    clock = world.get("clock")
     return {
         "open": openers[int(rng.integers(len(openers)))],
         "name": character.name,
@@ -545,22 +722,17 @@ def _reply_slots(character: Character, world: dict, event, rng) -> dict:
         "persona_cap": persona[:1].upper() + persona[1:],
         "place": place,
         "in_place": _in_place(world),
-        "time_word": TIME_WORDS[time],
-        "time_phrase": TIME_PHRASES[time],
-        "time_sentence": {
-            "day": "The sun's up; plenty of day left.",
-            "dusk": "The sun's going down; dusk already.",
-            "night": "It's dark. Night has the place now.",
-        }[time],
+        "time_word": time_word,
+        "time_phrase": TIME_PHRASES.get(time, "now"),
+        "clock_note": f", about {clock}" if clock else "",
+        "time_sentence": TIME_SENTENCES.get(time, "The light's changing."),
         "weather_phrase": weather_phrase,
-        "weather_sentence": {
-            "clear": f"Not a cloud over the {place}.",
-            "rain": "It's raining; mind the mud.",
-            "snow": "Snow, and more on the way.",
-            "fog": "Fog so thick you could lose your boots in it.",
-        }[weather],
+        "weather_sentence": WEATHER_SENTENCES.get(weather, "Strange weather today.").format(
+            place=place
+        ),
         "creature_phrase": creature_phrase,
         "event_text": EVENTS[event] if event else "",
+        "event_told": told(event) if event else "",
         "state_phrase": state_phrase,
     }
 
@@ -606,7 +778,12 @@ def from_meta(meta) -> Story | Character | None:
     try:
         if meta.get("kind") == "story":
             options = tuple(
-                Option(beat=o[0], label=o[1], narration=o[2], event=(o[3], o[4]))
+                Option(
+                    beat=o[0],
+                    label=o[1],
+                    narration=o[2],
+                    event=(_LEGACY_KINDS.get(o[3], o[3]), o[4]),
+                )
                 for o in meta.get("options") or []
             )
             if any(o.event not in EVENTS for o in options):

@@ -31,9 +31,9 @@ STORIES = (
     ("A lantern bobs on the far side of the frozen lake, though no one lives there.",
      {"biome": "snow", "weather": "clear", "time": "night", "creatures": []}),
     ("The market closed early, and the merchants whisper about a masked stranger.",
-     {"biome": "town", "weather": "fog", "time": "dusk", "creatures": []}),
+     {"biome": "city", "weather": "fog", "time": "dusk", "creatures": []}),
     ("Our boat ran aground on a shore that no map has ever shown.",
-     {"biome": "coast", "weather": "rain", "time": "day", "creatures": ["bird"]}),
+     {"biome": "beach", "weather": "rain", "time": "day", "creatures": ["bird"]}),
     ("Deep in the cave the walls are warm, and something hums below.",
      {"biome": "cave", "weather": "clear", "time": "day", "creatures": []}),
     ("The shepherd's whole flock vanished from the meadow overnight.",
@@ -44,12 +44,13 @@ STORIES = (
 
 # Option texts as a model might write them, and the event a pick of each should cause.
 GROUNDING = (
-    ("Wait for the storm clouds to break", ("weather", "rain")),
+    ("Wait for the storm clouds to break", ("weather", "thunderstorm")),  # v1: rain (no storms)
     ("Take shelter as the first raindrops fall", ("weather", "rain")),
     ("Build a snowman while the flakes come down", ("weather", "snow")),
     ("Hide in the thick mist", ("weather", "fog")),
     ("Wait until the sky is clear again", ("weather", "clear")),
-    ("Sleep until the sun comes up", ("time", "day")),
+    ("Sleep until the sun comes up", ("time", "dawn")),
+    ("Rest in the shade at noon", ("time", "day")),
     ("Walk on as the evening light fades", ("time", "dusk")),
     ("Wait for darkness to cover your escape", ("time", "night")),
     ("Follow the fox into the bushes", ("creature", "fox")),
@@ -57,9 +58,15 @@ GROUNDING = (
     ("Howl back at the wolves", ("creature", "wolf")),
     ("Watch the birds circling overhead", ("creature", "bird")),
     ("Chase the rabbit down its hole", ("creature", "rabbit")),
-    ("Dig for water near the spring", ("feature", "pond")),
-    ("Plant the seeds you found", ("feature", "flowers")),
-    ("Climb the boulders on the hill", ("feature", "rocks")),
+    ("Chase the butterflies across the grass", ("creature", "butterfly")),
+    ("Dig for water near the spring", ("thing", "pond")),
+    ("Plant the seeds you found", ("thing", "flowers")),
+    ("Climb the boulders on the hill", ("thing", "rocks")),
+    ("Count the seconds between thunder and lightning", ("weather", "thunderstorm")),
+    ("Shield your eyes from the blowing sand", ("weather", "sandstorm")),
+    ("Gather wood and light a fire to keep warm", ("thing", "campfire")),
+    ("Lay planks across the river", ("thing", "bridge")),
+    ("Set up camp for the night in a tent", ("thing", "tent")),
 )
 
 
@@ -201,7 +208,10 @@ def evaluate_grounding() -> dict:
         (event, _), *_ = grounding.ground_many([label], grounding_world(expected))
         took += time.monotonic() - started
         right += event == expected
-    return {"grounding_accuracy": right / len(GROUNDING), "grounding_ms_each": 1000 * took / 16}
+    return {
+        "grounding_accuracy": right / len(GROUNDING),
+        "grounding_ms_each": 1000 * took / len(GROUNDING),
+    }
 
 
 def evaluate_characters(narrator: Narrator, *, seed: int = 5) -> dict:

@@ -19,10 +19,19 @@ from inference.narrative import engine
 from inference.world import spec as ws
 from inference.world import text as text_encoder
 
-Event = tuple[str, str]
+Event = engine.Event
 
 # Words that name an event outright; the embedding decides everything else.
-_CREATURE_WORDS = {c: re.compile(rf"\b{c}(s|es)?\b", re.I) for c in ws.CREATURES}
+_PLURALS = {"wolf": "wolves", "butterfly": "butterflies"}  # beyond a plain -s or -es
+_CREATURE_WORDS = {
+    c: re.compile(rf"\b({c}(s|es)?|{_PLURALS.get(c, c)})\b", re.I) for c in ws.CREATURES
+}
+# "Bear the cold" is no bear: the animal only after a word that makes it a noun.
+_CREATURE_WORDS["bear"] = re.compile(
+    r"\b(a|the|that|this|big|brown|black)\s+bears?\b|\bbears\b", re.I
+)
+# An event that would change nothing (rain while it rains; a creature or thing never does).
+changes_nothing = engine.changes_nothing
 
 
 @lru_cache(maxsize=1)
@@ -40,17 +49,13 @@ def _exemplars() -> tuple[tuple[Event, ...], tuple[str, ...]]:
             add(event, phrase)
     for beat in engine.BEATS:
         kind, value = beat.event
-        slots = {"place": "land", "motif": "old path", "weather": "storm"}
-        for creature in ws.CREATURES if value == "*" else (value,):
+        slots = {"place": "land", "motif": "old path", "weather": "rain"}
+        fitting = [c for c in ws.CREATURES if c not in beat.excludes]
+        for creature in fitting if value == "*" else (value,):
             event = (kind, creature)
             add(event, beat.label.format(**slots, creature=creature if value == "*" else ""))
             add(event, beat.narration.format(**slots, creature=creature))
     return tuple(events), tuple(texts)
-
-
-def changes_nothing(event: Event, world: dict) -> bool:
-    kind, value = event
-    return kind in ("weather", "time") and world.get(kind) == value
 
 
 def ground_many(labels: list[str], world: dict) -> list[tuple[Event, float]]:

@@ -43,7 +43,7 @@ Choices:
 2. Make camp and wait for nightfall
 
 Story: The old bell in the village square rang by itself at dawn.
-World: village, fog, day. Nearby: nothing.
+World: streets, fog, day. Nearby: nothing.
 Choices:
 1. Climb the bell tower before the fog rolls in
 2. Leave bread by the door for the stray fox
@@ -72,9 +72,10 @@ Narration: The bird leads you to a broken wall, where a fox watches you from the
 def world_line(world: dict) -> str:
     place = engine.describe_place(world)
     weather = engine.WEATHER_WORDS.get(world.get("weather", ""), "clear sky")
-    creatures = sorted(set(world.get("creatures") or []))
-    nearby = ", ".join(engine._a(c) for c in creatures) if creatures else "nothing"
-    return f"{place}, {weather}, {world.get('time', 'day')}. Nearby: {nearby}."
+    creatures = [engine._a(c) for c in sorted(set(world.get("creatures") or []))]
+    things = [engine.THING_WORDS.get(t, t) for t in sorted(set(world.get("things") or []))]
+    nearby = ", ".join(creatures + things) or "nothing"
+    return f"{place}, {weather}, {engine.time_of(world)}. Nearby: {nearby}."
 
 
 def story_context(story: engine.Story) -> str:
@@ -146,7 +147,7 @@ def offer(
     return replace(story, index=index, options=tuple(options[:2])), written
 
 
-def _option(label: str, event: tuple[str, str]) -> engine.Option:
+def _option(label: str, event: engine.Event) -> engine.Option:
     return engine.Option(beat=f"lm:{event[0]}:{event[1]}", label=label, narration="", event=event)
 
 
@@ -177,7 +178,7 @@ def narrate(
     nothing usable in time (the caller falls back to the grammar's line)."""
     prompt = (
         f"{NARRATION_PREFIX}\nStory: {story_context(story)}\nChoice: {picked.label}\n"
-        f"Then: {picked.event_text}\nNarration:"
+        f"Then: {engine.told(picked.event)}\nNarration:"
     )
     seed = zlib.crc32(f"{picked.label}:{len(story.lines)}".encode()) & 0x7FFFFFFF
     text = wording.read_stream(
@@ -190,7 +191,7 @@ def narrate(
 def grammar_narration(picked: engine.Option, world: dict) -> str:
     """The line for a generated option the model could not narrate: the pick and its event."""
     action = picked.label[:1].lower() + picked.label[1:]
-    return f"You {action}, and {picked.event_text} {engine._in_place(world)}."
+    return f"You {action}, and {engine.told(picked.event)} {engine._in_place(world)}."
 
 
 def _late(deadline: float) -> bool:

@@ -31,7 +31,7 @@ from inference.serving.frames import FLAG_RESTORED, encode_frame
 from inference.serving.messages import Event
 from inference.serving.scheduler import ChunkController, StepPlan, plan_step
 from inference.serving.session import Camera, LiveSession, SessionStatus
-from inference.world.engine import PromptError, UnsupportedEvent, WorldEngine
+from inference.world.engine import PromptError, SnapshotError, UnsupportedEvent, WorldEngine
 from inference.world.spec import EVENT_SUGGESTIONS
 
 log = logging.getLogger(__name__)
@@ -314,12 +314,18 @@ class EngineCore:
     # --- world calls (engine thread) -------------------------------------------------------
     def create_world(self, session: LiveSession, kept: bytes | None = None) -> None:
         """A new world from the session's prompt, or (a Live world) the one kept from its
-        last session, without the players who were in it then."""
+        last session, without the players who were in it then. A kept world the model cannot
+        read (made by an older model version, or damaged) gives way to a fresh one."""
         if kept is not None:
-            session.world_id = self.engine.restore(kept)
-            for player_id in self.engine.players(session.world_id):
-                self.engine.remove_player(player_id)
-        else:
+            try:
+                session.world_id = self.engine.restore(kept)
+            except SnapshotError as exc:
+                log.warning("kept world of %s unreadable (%s): a new one", session.session_id, exc)
+                kept = None
+            else:
+                for player_id in self.engine.players(session.world_id):
+                    self.engine.remove_player(player_id)
+        if kept is None:
             session.world_id = self.engine.create_world(prompt=session.prompt, seed=session.seed)
         for camera in session.cameras.values():
             self.add_camera(session, camera)
@@ -356,10 +362,6 @@ class EngineCore:
         return snapshot.pack_snapshot(
             snapshot.session_meta(session), self.engine.snapshot(session.world_id)
         )
-
-    def grow_ahead(self) -> int:
-        """Terrain ahead of every player, one chunk per world (between steps, never in one)."""
-        return self.engine.grow_ahead(max_rounds=1)
 
     def drop_world(self, world_id: str) -> None:
         self.engine.drop_world(world_id)

@@ -23,6 +23,7 @@ placement.
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 import time
 import uuid
@@ -43,6 +44,7 @@ from inference.world.engine import PromptError, SnapshotError, WorldEngine
 from inference.world.spec import KEYS
 
 log = logging.getLogger(__name__)
+STATS_EVERY_S = 5.0  # how often a serving worker logs its stats() (one JSON line)
 
 STATUS_EVERY_S = 2.0  # live sessions hear the achieved fps this often
 MAX_EVENTS_QUEUED = 8  # text events waiting per session; more are rejected, not queued
@@ -129,7 +131,6 @@ class InferenceWorker:
         self._stop_requested = False
         self._building = asyncio.Lock()
         self._demand = asyncio.Event()  # wakes the producer: new keys, an event, a low buffer
-        self._ahead = True  # terrain ahead of the players may be missing: grow it when idle
 
     # --- lifecycle -------------------------------------------------------------------------
     async def run(self) -> None:
@@ -144,6 +145,8 @@ class InferenceWorker:
             self.core = EngineCore(
                 self.engine, fps=self.fps, sessions=self.sessions, **self._core_options
             )
+            # Terrain ahead of the players grows on its own thread: a step never makes any.
+            self.engine.start_terrain()
             inbox = loop.create_task(self._inbox_loop(), name=f"{self.name}-inbox")
             self._tasks.append(inbox)
             # With the pub/sub layer the inbox subscribes on its first receive; anything sent
@@ -165,6 +168,8 @@ class InferenceWorker:
             await asyncio.gather(*pending, return_exceptions=True)
             # Wait for a step in flight: whoever uses the engine next must be alone on it.
             await asyncio.to_thread(self._engine_thread.shutdown, wait=True, cancel_futures=True)
+            if self.engine is not None:
+                await asyncio.to_thread(self.engine.stop_terrain)
             self._runner.close()
             self._running = False
             self._stopped.set()
@@ -728,7 +733,6 @@ class InferenceWorker:
             self._demand.clear()
             batch = self.core.schedule()
             if batch is not None:
-                self._ahead = True  # the players moved: there may be terrain to make ahead
                 started = loop.time()
                 try:
                     result = await loop.run_in_executor(
@@ -739,26 +743,11 @@ class InferenceWorker:
                 else:
                     took = loop.time() - started
                     await self._deliver(self.core.collect(batch, result, loop.time(), took))
-            elif self._ahead:
-                await self._grow_ahead()
             for session in self.core.snapshots_due(self.snapshot_every_s):
                 try:
                     await self._save_snapshot(session)
                 except Exception:
                     log.exception("worker %s: snapshot of %s failed", self.name, session.session_id)
-
-    async def _grow_ahead(self) -> None:
-        """Nothing to step: make a little of the terrain players are walking toward (one chunk
-        per world), so a step seldom has to generate it on the frame path."""
-        loop = asyncio.get_running_loop()
-        try:
-            made = await loop.run_in_executor(self._engine_thread, self.core.grow_ahead)
-        except Exception:
-            log.exception("worker %s: growing terrain ahead failed", self.name)
-            made = 0
-        self._ahead = made > 0
-        if self._ahead:
-            self._demand.set()  # more to make: come back right after the frames due now
 
     async def _deliver(self, outputs: StepOutputs) -> None:
         # The event answers go before the frames that show them (already buffered, so the
@@ -771,11 +760,15 @@ class InferenceWorker:
                 await self._end(self.sessions[session_id], reason="worker_error")
 
     async def _monitor_loop(self) -> None:
+        logged = 0.0
         while True:
             try:
                 await self._monitor_once()
             except Exception:
                 log.exception("worker %s: heartbeat/failover round failed", self.name)
+            if self.sessions and time.monotonic() - logged >= STATS_EVERY_S:
+                logged = time.monotonic()  # what operators (and bench/play.py) read
+                log.info("worker %s stats %s", self.name, json.dumps(self.stats()))
             await asyncio.sleep(HEARTBEAT_S)
 
     async def _monitor_once(self) -> None:
@@ -883,6 +876,8 @@ class InferenceWorker:
             ),
             "terrain_late_chunks": self.engine.late_chunks if self.engine else 0,
             "terrain_ahead_chunks": self.engine.ahead_chunks if self.engine else 0,
+            "terrain_held_frames": self.engine.held_frames if self.engine else 0,
+            "terrain_moved_frames": self.engine.moved_frames if self.engine else 0,
             "narrative_waiting": self._runner.waiting(),
             "narrative_backends": self.narrator.backends,
         }

@@ -12,13 +12,15 @@ minutes on an idle 2-core machine). A larger configuration for a GPU:
 
 All parts train together, each on its own loss (their parameters are disjoint):
 - text heads: MiniLM embeddings of simulator world/event phrasings -> labels;
-- renderer: simulator scenes -> the simulator's frames (MSE);
+- renderer: simulator scenes -> the simulator's frames (MSE), on 64x64 crops (the renderer
+  is the same function at every frame size; the engine serves 128x128);
 - collision head: tile tokens -> solid;
-- terrain generator: MaskGIT on 16x16-tile windows (one chunk plus its neighbours' margin),
-  with neighbours dropped at random and *self-forcing*: part of the context is replaced by the
-  generator's own samples, so it learns to continue its own imperfect canvas;
-- codec encoder (patch -> token, frame -> weather x time) and the evaluation's frame classifier
-  (biome / weather / time), both on simulator frames only.
+- terrain generator: MaskGIT on 16x16-tile windows (one chunk plus its neighbours' margin) of
+  one biome or two mixed, conditioned on the biome mix and on the MiniLM embedding of a prompt
+  that names them, with neighbours dropped at random and *self-forcing*: part of the context
+  is replaced by the generator's own samples, so it learns to continue its own canvas;
+- codec encoder (patch -> token, frame -> atmosphere and half hour) and the evaluation's frame
+  classifier (biome / atmosphere / time of day), both on simulator frames only.
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ from inference.training import simulator as sim
 from inference.world import spec as ws
 from inference.world.model import (
     EVENT_HEADS,
+    LIGHT_STEPS,
     PROMPT_HEADS,
     FrameClassifier,
     ModelConfig,
     WorldModel,
+    load_classifier,
     save_classifier,
 )
 
@@ -51,22 +55,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @dataclass
 class TrainConfig:
-    steps: int = 3000  # optimisation steps (every part trains each step)
+    steps: int = 6000  # optimisation steps (every part trains each step)
     lr: float = 3e-3  # peak learning rate, cosine decay to 5%
     warmup: int = 100
     batch_render: int = 16  # simulator frames per step for the renderer
+    render_frame: int = 64  # side of the renderer's training crops
     render_sprites: int = 3  # most sprites per training frame (each one costs a blend pass)
     batch_gen: int = 32  # 16x16 token windows per step for the generator
-    batch_cls: int = 24  # frames per step for the classifier and the codec encoder
+    batch_cls: int = 16  # 128x128 frames per step for the classifier and the codec encoder
     batch_text: int = 256  # phrasings per step for the text heads
     self_forcing: float = 0.5  # share of generator windows whose context is partly its own samples
     drop_side: float = 0.4  # chance each neighbour side of a window is not generated yet
-    n_prompts: int = 3000  # distinct world phrasings embedded for training
-    n_events: int = 3000  # distinct event phrasings embedded for training
+    n_prompts: int = 12000  # distinct world phrasings embedded for training
+    n_events: int = 8000  # distinct event phrasings embedded for training
+    no_text: float = 0.2  # share of generator windows conditioned without a prompt embedding
     eval_every: int = 250
     seed: int = 0
     threads: int = 1  # the machine is shared: one thread avoids oversubscription stalls
-    max_minutes: float = 35.0  # stop early (and save) when the wall clock runs out
+    max_minutes: float = 40.0  # stop early (and save) when the wall clock runs out
     device: str = "cpu"
     out: str = str(ROOT / "inference" / "weights")
     checkpoint: str = str(ROOT / "var" / "checkpoints" / "world_model.pt")
@@ -81,7 +87,9 @@ def to_t(x, dtype=torch.long, device="cpu") -> torch.Tensor:
 
 def text_dataset(cfg: TrainConfig) -> dict[str, torch.Tensor]:
     """Embedded phrasings with labels, cached on disk (MiniLM costs a minute on 2 cores)."""
-    cache = Path(cfg.checkpoint).with_name(f"text_{cfg.seed}_{cfg.n_prompts}_{cfg.n_events}.pt")
+    cache = Path(cfg.checkpoint).with_name(
+        f"text_v{ws.MODEL_VERSION}_{cfg.seed}_{cfg.n_prompts}_{cfg.n_events}.pt"
+    )
     if cache.exists():
         return torch.load(cache)
     from inference.world import text as text_encoder
@@ -95,8 +103,12 @@ def text_dataset(cfg: TrainConfig) -> dict[str, torch.Tensor]:
         "event_emb": torch.from_numpy(text_encoder.embed([e for e, _ in events])),
     }
     for k in PROMPT_HEADS:
+        if k == "mixed":
+            continue
         shift = 1 if k == "creature" else 0  # creature: 0 means none
         data[f"prompt_{k}"] = to_t([lab[k] + shift for _, lab in prompts])
+    data["prompt_biome2"] = to_t([lab["biome2"] for _, lab in prompts])  # -1: one biome
+    data["prompt_mixed"] = (data["prompt_biome2"] >= 0).long()
     for k in EVENT_HEADS:
         data[f"event_{k}"] = to_t([lab[k] + 1 for _, lab in events])  # 0 means no such event
     cache.parent.mkdir(parents=True, exist_ok=True)
@@ -107,16 +119,55 @@ def text_dataset(cfg: TrainConfig) -> dict[str, torch.Tensor]:
 def scene_tensors(scene: sim.Scene, device="cpu") -> tuple:
     return tuple(
         to_t(x, device=device)
-        for x in (scene.tokens, scene.offset, scene.cond, scene.phase, scene.sprites)
+        for x in (
+            scene.tokens,
+            scene.offset,
+            scene.weather,
+            scene.minute,
+            scene.phase,
+            scene.sprites,
+        )
     )
 
 
-def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel, device):
+def biome_target(biome, biome2, mix) -> torch.Tensor:
+    """(B, n_biomes) share of each biome: one-hot, or two with the second's share ``mix``."""
+    biome, biome2 = torch.as_tensor(biome).long(), torch.as_tensor(biome2).long()
+    mix = torch.as_tensor(mix, dtype=torch.float32) * (biome2 >= 0)
+    out = F.one_hot(biome, len(ws.BIOMES)).float() * (1 - mix)[:, None]
+    return out + F.one_hot(biome2.clamp(min=0), len(ws.BIOMES)).float() * mix[:, None]
+
+
+class PromptIndex:
+    """Training prompts by the biomes they name: a generator window of biome b (or of b and b2
+    mixed) is conditioned on the embedding of a prompt naming exactly those."""
+
+    def __init__(self, text: dict[str, torch.Tensor]):
+        self.emb = text["prompt_emb"]
+        self.by: dict[tuple[int, ...], list[int]] = {}
+        for i, (b, b2) in enumerate(
+            zip(text["prompt_biome"].tolist(), text["prompt_biome2"].tolist(), strict=True)
+        ):
+            self.by.setdefault(tuple(sorted({b, b2} - {-1})), []).append(i)
+
+    def draw(self, rng, biome, biome2, no_text: float) -> torch.Tensor:
+        out = torch.zeros(len(biome), self.emb.shape[1])
+        for i, (b, b2) in enumerate(zip(biome.tolist(), biome2.tolist(), strict=True)):
+            if rng.random() < no_text:
+                continue
+            pool = self.by.get(tuple(sorted({b, b2} - {-1}))) or self.by.get((b,))
+            if pool:
+                out[i] = self.emb[pool[rng.integers(len(pool))]]
+        return out
+
+
+def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel, prompts, device):
     """Context with dropped neighbours, self-forced context, masked centre -> (inputs, targets)."""
     m, c = mcfg.gen_margin, ws.CHUNK
-    tokens, spawn, biome = sim.random_windows(rng, cfg.batch_gen, margin=m)
+    tokens, spawn, biome, biome2, mix = sim.random_windows(rng, cfg.batch_gen, margin=m)
     tokens, spawn = to_t(tokens, device=device), to_t(spawn, device=device)
-    probs = F.one_hot(to_t(biome, device=device), len(ws.BIOMES)).float()
+    probs = biome_target(biome, biome2, mix).to(device)
+    text = prompts.draw(rng, biome, biome2, cfg.no_text).to(device)
     b, s = tokens.shape[0], tokens.shape[1]
     idx = torch.arange(s, device=device)
     centre = ((idx >= m) & (idx < m + c))[:, None] & ((idx >= m) & (idx < m + c))[None, :]
@@ -128,7 +179,7 @@ def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel,
         sel = sf.nonzero()[:, 0]
         probe = torch.where(hole | centre, ws.MASK_TOKEN, ctx)[sel]
         with torch.no_grad():
-            logits = model.generator(probe, spawn[sel], probs[sel])
+            logits = model.generator(probe, spawn[sel], probs[sel], text[sel])
             u = torch.rand_like(logits).clamp(1e-9, 1 - 1e-9)
             own = (logits - torch.log(-torch.log(u))).argmax(1)
         ctx[sel] = torch.where(hole[sel], own, ctx[sel])
@@ -150,11 +201,12 @@ def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel,
     masked = (torch.rand(b, s, s, device=device) < ratio) & centre
     masked[:, m, m] |= ~masked.flatten(1).any(1)  # at least one cell to predict
     ctx = torch.where(masked, ws.MASK_TOKEN, ctx)
-    return ctx, spawn, probs, tokens, masked
+    return ctx, spawn, probs, text, tokens, masked
 
 
 def classifier_batch(rng, batch: int, device) -> tuple:
-    scene, biome = sim.random_scenes(rng, batch, sprite_prob=0.5)
+    # one biome per frame: a mixed world's frame has no single right answer
+    scene, biome = sim.random_scenes(rng, batch, sprite_prob=0.5, things=0.05, mixed=0.0)
     frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255).permute(0, 3, 1, 2)
     return frames, scene, to_t(biome, device=device)
 
@@ -162,42 +214,48 @@ def classifier_batch(rng, batch: int, device) -> tuple:
 def encoder_batch(rng, batch: int, device) -> tuple:
     """Grid-aligned frames (offset 0), so every 8x8 patch is one tile.
 
-    Returns (patches, tokens, frames, cond)."""
+    Returns (patches, tokens, frames, weather, half hour)."""
     scene, _ = sim.random_scenes(rng, batch, sprite_prob=0.2)
     scene.offset[:] = 0
-    frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255)  # (B, 64, 64, 3)
+    frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255)  # (B, F, F, 3)
     n = ws.FRAME // ws.TILE
     patches = frames.view(batch, n, ws.TILE, n, ws.TILE, 3).permute(0, 1, 3, 5, 2, 4)
     patches = patches.reshape(-1, 3, ws.TILE, ws.TILE)
     tokens = to_t(scene.tokens[:, 1 : 1 + n, 1 : 1 + n], device=device).reshape(-1)
-    return patches, tokens, frames.permute(0, 3, 1, 2), to_t(scene.cond, device=device)
+    half_hour = to_t(scene.minute // (ws.DAY_MINUTES // LIGHT_STEPS), device=device)
+    return (
+        patches,
+        tokens,
+        frames.permute(0, 3, 1, 2),
+        to_t(scene.weather, device=device),
+        half_hour,
+    )
 
 
 # ---------------------------------------------------------------- losses
 
 
-def losses(step_rng, cfg, mcfg, model, classifier, text, device) -> dict[str, torch.Tensor]:
+def losses(
+    step_rng, cfg, mcfg, model, classifier, text, prompts, device
+) -> dict[str, torch.Tensor]:
     out = {}
     # renderer: simulator scene -> simulator frame
-    scene, _ = sim.random_scenes(step_rng, cfg.batch_render, max_sprites=cfg.render_sprites)
+    scene, _ = sim.random_scenes(
+        step_rng, cfg.batch_render, max_sprites=cfg.render_sprites, frame=cfg.render_frame
+    )
     target = torch.from_numpy(sim.render(scene)).to(device).float().div(255)
     pred = model.renderer(*scene_tensors(scene, device))
     out["render"] = F.mse_loss(pred, target) * 100
     # generator
-    ctx, spawn, probs, tokens, masked = generator_batch(step_rng, cfg, mcfg, model, device)
-    logits = model.generator(ctx, spawn, probs).permute(0, 2, 3, 1)[masked]
+    ctx, spawn, probs, gtext, tokens, masked = generator_batch(
+        step_rng, cfg, mcfg, model, prompts, device
+    )
+    logits = model.generator(ctx, spawn, probs, gtext).permute(0, 2, 3, 1)[masked]
     out["gen"] = F.cross_entropy(logits, tokens[masked])
     # collision head
     all_tokens = torch.arange(ws.NUM_TOKENS, device=device)
-    solid = (
-        (
-            (all_tokens % len(ws.TILE_KINDS))[:, None]
-            == torch.tensor(sorted(ws.SOLID_KINDS), device=device)[None]
-        )
-        .any(1)
-        .float()
-    )
-    out["solid"] = F.binary_cross_entropy_with_logits(model.collision(all_tokens), solid)
+    solid = torch.tensor([ws.is_solid_token(t) for t in range(ws.NUM_TOKENS)], device=device)
+    out["solid"] = F.binary_cross_entropy_with_logits(model.collision(all_tokens), solid.float())
     # text heads
     for kind, heads in (("prompt", model.prompt_heads), ("event", model.event_heads)):
         emb = text[f"{kind}_emb"]
@@ -205,27 +263,33 @@ def losses(step_rng, cfg, mcfg, model, classifier, text, device) -> dict[str, to
         # a little embedding noise: free text lands near, not on, the training phrasings
         x = F.normalize(emb[pick] + 0.02 * torch.randn_like(emb[pick]), dim=-1).to(device)
         logits = heads(x)
-        out[kind] = sum(
-            F.cross_entropy(logits[k], text[f"{kind}_{k}"][pick].to(device)) for k in logits
-        )
+        targets = {k: text[f"{kind}_{k}"][pick].to(device) for k in logits}
+        if kind == "prompt":  # a prompt naming two biomes means half of each
+            b2 = text["prompt_biome2"][pick]
+            targets["biome"] = biome_target(targets["biome"].cpu(), b2, 0.5 * torch.ones(len(b2)))
+            targets["biome"] = targets["biome"].to(device)
+        out[kind] = sum(F.cross_entropy(logits[k], targets[k]) for k in logits)
     # evaluation classifier and codec encoder: simulator frames only
     frames, scene, biome = classifier_batch(step_rng, cfg.batch_cls, device)
-    cond = to_t(scene.cond, device=device)
+    time_label = to_t([ws.time_label(m) for m in scene.minute], device=device)
     logits = classifier(frames)
     out["cls"] = (
         F.cross_entropy(logits["biome"], biome)
-        + F.cross_entropy(logits["weather"], cond // len(ws.TIMES))
-        + F.cross_entropy(logits["time"], cond % len(ws.TIMES))
+        + F.cross_entropy(logits["weather"], to_t(scene.weather, device=device))
+        + F.cross_entropy(logits["time"], time_label)
     )
-    patches, ptokens, eframes, econd = encoder_batch(step_rng, cfg.batch_cls // 2, device)
-    out["enc"] = F.cross_entropy(model.encoder.patch_logits(patches), ptokens) + F.cross_entropy(
-        model.encoder.frame(eframes)["cond"], econd
+    patches, ptokens, eframes, eweather, ehalf = encoder_batch(step_rng, cfg.batch_cls // 2, device)
+    heads = model.encoder.frame(eframes)
+    out["enc"] = (
+        F.cross_entropy(model.encoder.patch_logits(patches), ptokens)
+        + F.cross_entropy(heads["weather"], eweather)
+        + F.cross_entropy(heads["minute"], ehalf)
     )
     return out
 
 
 @torch.no_grad()
-def quick_eval(cfg, mcfg, model, classifier, device) -> dict[str, float]:
+def quick_eval(cfg, mcfg, model, classifier, prompts, device) -> dict[str, float]:
     """Fresh simulator data: renderer PSNR, generator token accuracy, classifier accuracy."""
     model.eval()
     classifier.eval()
@@ -234,8 +298,12 @@ def quick_eval(cfg, mcfg, model, classifier, device) -> dict[str, float]:
     target = torch.from_numpy(sim.render(scene)).float().div(255).to(device)
     pred = model.renderer(*scene_tensors(scene, device)).clamp(0, 1)
     mse = F.mse_loss((pred * 255).round() / 255, target).item()
-    ctx, spawn, probs, tokens, masked = generator_batch(rng, cfg, mcfg, model, device)
-    gen_acc = (model.generator(ctx, spawn, probs).argmax(1)[masked] == tokens[masked]).float()
+    ctx, spawn, probs, gtext, tokens, masked = generator_batch(
+        rng, cfg, mcfg, model, prompts, device
+    )
+    gen_acc = (
+        model.generator(ctx, spawn, probs, gtext).argmax(1)[masked] == tokens[masked]
+    ).float()
     frames, scene, biome = classifier_batch(rng, 128, device)
     logits = classifier(frames)
     acc = (logits["biome"].argmax(1) == biome).float().mean().item()
@@ -269,6 +337,7 @@ def train(cfg: TrainConfig, mcfg: ModelConfig, resume: bool = False) -> dict:
         start = state["step"]
         print(f"resumed from {ckpt} at step {start}")
     text = text_dataset(cfg)
+    prompts = PromptIndex(text)
     rng = np.random.default_rng(cfg.seed * 1_000_003 + start)  # resumes draw fresh data
     began = time.time()
     history = []
@@ -279,7 +348,7 @@ def train(cfg: TrainConfig, mcfg: ModelConfig, resume: bool = False) -> dict:
         lr *= 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))
         for group in opt.param_groups:
             group["lr"] = lr
-        parts = losses(rng, cfg, mcfg, model, classifier, text, device)
+        parts = losses(rng, cfg, mcfg, model, classifier, text, prompts, device)
         loss = sum(parts.values())
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -289,7 +358,7 @@ def train(cfg: TrainConfig, mcfg: ModelConfig, resume: bool = False) -> dict:
         last = step + 1 == cfg.steps
         out_of_time = (time.time() - began) / 60 > cfg.max_minutes
         if (step + 1) % cfg.eval_every == 0 or last or out_of_time:
-            metrics = quick_eval(cfg, mcfg, model, classifier, device)
+            metrics = quick_eval(cfg, mcfg, model, classifier, prompts, device)
             metrics.update(
                 step=step + 1,
                 minutes=round((time.time() - began) / 60, 2),
@@ -357,34 +426,83 @@ def _portable(train_config: dict) -> dict:
 def polish_renderer(cfg: TrainConfig, steps: int) -> None:
     """Extra renderer-only steps on sprite-dense scenes, on the exported weights.
 
-    Sprites cover few pixels, so after the main run their alpha is still soft (avatars look
-    washed out); this sharpens them without touching the other parts."""
+    Sprites cover few pixels and their alpha is hard (0 or 1): a sprite whose alpha starts
+    below one half draws nothing, so its colour gets no gradient and a bright sprite never
+    appears. The first half of these steps learns the sprites with a soft alpha, the second
+    half with the hard alpha the engine draws, so the colours fit the clean edges."""
     torch.set_num_threads(cfg.threads)
     path = Path(cfg.out) / "world_model.safetensors"
     model = WorldModel.from_file(path).train()
     r = model.renderer
     rest = [p for n, p in r.named_parameters() if n != "sprites"]
-    # sprite alpha plateaus around 0.65 with over-saturated colours compensating: a larger
-    # step on the sprite texture lets it reach the opaque optimum
+    # a larger step on the sprite texture: it sees few pixels per frame
     opt = torch.optim.AdamW(
         [{"params": rest, "lr": cfg.lr * 0.5}, {"params": [r.sprites], "lr": 0.02}],
         weight_decay=0.0,
     )
     rng = np.random.default_rng(cfg.seed + 77)
     bar = tqdm(range(steps), desc="polish renderer")
-    for _ in bar:
-        scene, _ = sim.random_scenes(rng, cfg.batch_render, sprite_prob=1.0)
+    for step in bar:
+        r.soft_alpha = step < steps // 2
+        scene, _ = sim.random_scenes(
+            rng, cfg.batch_render, sprite_prob=1.0, frame=cfg.render_frame, things=0.05
+        )
         target = torch.from_numpy(sim.render(scene)).float().div(255)
         loss = F.mse_loss(model.renderer(*scene_tensors(scene)), target) * 100
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        bar.set_postfix(render=f"{loss.item():.4f}")
+        bar.set_postfix(render=f"{loss.item():.4f}", alpha="soft" if r.soft_alpha else "hard")
+    r.soft_alpha = False
     meta = json.loads((Path(cfg.out) / "config.json").read_text())
     meta["renderer_polish_steps"] = meta.get("renderer_polish_steps", 0) + steps
     (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
     model.eval().save(path, extra={"steps": str(meta.get("steps_done")), "polish": str(steps)})
     print(f"polished renderer saved to {path}")
+
+
+def train_classifier(cfg: TrainConfig, steps: int) -> None:
+    """Extra steps for the evaluation's frame classifier alone, on the exported one.
+
+    It is the judge of prompt adherence, not part of the served model; with 16 biomes under
+    every light and atmosphere it needs more steps than the model does."""
+    torch.set_num_threads(cfg.threads)
+    path = Path(cfg.out) / "classifier.safetensors"
+    classifier = load_classifier(path).train()
+    opt = torch.optim.AdamW(classifier.parameters(), lr=cfg.lr * 0.5, weight_decay=0.0)
+    rng = np.random.default_rng(cfg.seed + 99)
+    bar = tqdm(range(steps), desc="train classifier")
+    for step in bar:
+        for group in opt.param_groups:
+            group["lr"] = (
+                cfg.lr * 0.5 * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps)))
+            )
+        frames, scene, biome = classifier_batch(rng, cfg.batch_cls * 2, "cpu")
+        time_label = to_t([ws.time_label(m) for m in scene.minute])
+        logits = classifier(frames)
+        loss = (
+            F.cross_entropy(logits["biome"], biome)
+            + F.cross_entropy(logits["weather"], to_t(scene.weather))
+            + F.cross_entropy(logits["time"], time_label)
+        )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        bar.set_postfix(cls=f"{loss.item():.3f}")
+    classifier.eval()
+    with torch.no_grad():
+        frames, scene, biome = classifier_batch(np.random.default_rng(10_001), 256, "cpu")
+        logits = classifier(frames)
+        acc = {
+            "biome": (logits["biome"].argmax(1) == biome).float().mean().item(),
+            "weather": (logits["weather"].argmax(1) == to_t(scene.weather)).float().mean().item(),
+        }
+    save_classifier(classifier, path)
+    meta = json.loads((Path(cfg.out) / "config.json").read_text())
+    meta["classifier_steps"] = meta.get("classifier_steps", 0) + steps
+    meta["classifier_accuracy"] = {k: round(v, 4) for k, v in acc.items()}
+    (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"classifier saved to {path}: {acc}")
 
 
 def main(argv=None) -> None:
@@ -397,6 +515,13 @@ def main(argv=None) -> None:
             parser.add_argument(flag, type=type(f.default), default=f.default)
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     parser.add_argument(
+        "--train-classifier",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="only train the evaluation's frame classifier for STEPS more steps",
+    )
+    parser.add_argument(
         "--polish-renderer",
         type=int,
         default=0,
@@ -406,10 +531,14 @@ def main(argv=None) -> None:
     args = vars(parser.parse_args(argv))
     resume = args.pop("resume")
     polish = args.pop("polish_renderer")
+    classifier_steps = args.pop("train_classifier")
     cfg = TrainConfig(**{f.name: args[f.name] for f in fields(TrainConfig)})
     mcfg = ModelConfig(**{f.name: args[f.name] for f in fields(ModelConfig)})
     if polish:
         polish_renderer(cfg, polish)
+        return
+    if classifier_steps:
+        train_classifier(cfg, classifier_steps)
         return
     print(json.dumps(train(cfg, mcfg, resume=resume)))
 

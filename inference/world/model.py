@@ -1,11 +1,14 @@
 """The Parallax world model: small torch modules in dependency order.
 
 The world's persistent state is a *latent canvas* of discrete tile tokens in world
-coordinates. A MaskGIT-style generator grows it chunk by chunk (conditioned on the prompt's
-embedding and on already generated neighbours; trained on its own outputs too), a renderer
-decodes the tokens around each player's camera into pixels (FiLM-style weather / time of day,
-learned particle overlays and sprites), a collision head reads the canvas for movement, and
-text heads map all-MiniLM-L6-v2 embeddings of prompts and events to world conditions.
+coordinates (16 biomes x 4 tile kinds, and 14 things events place). A MaskGIT-style generator
+grows it chunk by chunk, conditioned on the prompt's biome mix, on the prompt's MiniLM
+embedding itself and on already generated neighbours (trained on its own outputs too). A
+renderer decodes the tokens around each player's camera into pixels at any frame size (128 x
+128 served): learned tile patches, hard-edged sprites, a learned light table over the
+continuous time of day, and per-atmosphere FiLM and particle overlays. A collision head reads
+the canvas for movement, and text heads map all-MiniLM-L6-v2 embeddings of prompts and events
+to world conditions.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from safetensors.torch import load_file, save_file
 
 from inference.world import spec as ws
 
-N_COND = len(ws.WEATHERS) * len(ws.TIMES)
+LIGHT_STEPS = 48  # the light table holds one entry per half hour, linear in between
 # Text heads: output sizes; index 0 of the event heads (and of "creature") means "none".
 PROMPT_HEADS = {
-    "biome": len(ws.BIOMES),
+    "biome": len(ws.BIOMES),  # trained on half-and-half targets when two are named
+    "mixed": 2,  # one biome, or two
     "weather": len(ws.WEATHERS),
     "time": len(ws.TIMES),
     "creature": len(ws.CREATURES) + 1,
@@ -34,7 +38,7 @@ EVENT_HEADS = {
     "weather": len(ws.WEATHERS) + 1,
     "time": len(ws.TIMES) + 1,
     "creature": len(ws.CREATURES) + 1,
-    "feature": len(ws.FEATURES) + 1,
+    "thing": len(ws.THINGS) + 1,
 }
 
 
@@ -43,7 +47,7 @@ class ModelConfig:
     text_dim: int = 384  # all-MiniLM-L6-v2 embedding size
     text_hidden: int = 256  # width of the text heads' MLP
     dec_dim: int = 32  # renderer channels per tile
-    gen_dim: int = 48  # generator channels per tile
+    gen_dim: int = 64  # generator channels per tile
     gen_layers: int = 5  # generator residual conv blocks (receptive field 2 * layers + 1 tiles)
     gen_margin: int = 4  # tiles of neighbouring chunks the generator sees on each side
     gen_steps: int = 4  # MaskGIT iterations per chunk
@@ -81,21 +85,29 @@ class TerrainGenerator(nn.Module):
         self.tok = nn.Embedding(ws.NUM_TOKENS + 2, d)
         self.spawn = nn.Embedding(2, d)
         self.cond = nn.Linear(len(ws.BIOMES), 2 * d * cfg.gen_layers)  # FiLM per block
+        # and from the prompt's MiniLM embedding itself (zero at first: the mix leads)
+        self.text = nn.Linear(cfg.text_dim, 2 * d * cfg.gen_layers)
+        nn.init.zeros_(self.text.weight)
+        nn.init.zeros_(self.text.bias)
         self.blocks = nn.ModuleList(nn.Conv2d(d, d, 3, padding=1) for _ in range(cfg.gen_layers))
         self.mix = nn.ModuleList(nn.Conv2d(d, d, 1) for _ in range(cfg.gen_layers))
         self.out = nn.Conv2d(d, ws.NUM_TOKENS, 1)
 
-    def forward(self, tokens, spawn, biome_probs) -> torch.Tensor:
-        # tokens, spawn: (B, S, S) long; biome_probs: (B, n_biomes) -> logits (B, K, S, S)
+    def forward(self, tokens, spawn, biome_probs, text=None) -> torch.Tensor:
+        # tokens, spawn: (B, S, S) long; biome_probs: (B, n_biomes); text: (B, 384) or None
+        # -> logits (B, K, S, S)
         x = (self.tok(tokens) + self.spawn(spawn)).permute(0, 3, 1, 2)  # (B, d, S, S)
-        film = self.cond(biome_probs).view(x.shape[0], -1, 2, x.shape[1], 1, 1)
+        film = self.cond(biome_probs)
+        if text is not None:
+            film = film + self.text(text)
+        film = film.view(x.shape[0], -1, 2, x.shape[1], 1, 1)
         for i, (conv, mix) in enumerate(zip(self.blocks, self.mix, strict=True)):
             h = F.gelu(conv(x)) * (1 + film[:, i, 0]) + film[:, i, 1]
             x = x + mix(h)
         return self.out(F.gelu(x))
 
     @torch.no_grad()
-    def sample(self, context, spawn, biome_probs, seeds: list[int]) -> torch.Tensor:
+    def sample(self, context, spawn, biome_probs, seeds: list[int], text=None) -> torch.Tensor:
         """Fill the centre chunk of each window. context: (B, S, S) with the centre set to MASK.
 
         Per-chunk seeded Gumbel noise makes the result independent of what else is batched.
@@ -114,7 +126,7 @@ class TerrainGenerator(nn.Module):
         for step in range(cfg.gen_steps):
             centre = tokens[:, m : m + c, m : m + c]
             masked = centre == ws.MASK_TOKEN  # (B, c, c)
-            logits = self(tokens, spawn, biome_probs)[:, :, m : m + c, m : m + c]
+            logits = self(tokens, spawn, biome_probs, text)[:, :, m : m + c, m : m + c]
             logits = torch.nan_to_num(logits.float(), nan=0.0).clamp(-50, 50)
             # quantise so batch-size dependent float noise cannot flip a draw
             logits = torch.round(logits * 1024) / 1024
@@ -150,12 +162,15 @@ class CollisionHead(nn.Module):
 
 class Renderer(nn.Module):
     """Decoder of the latent canvas: scene (tokens around the camera, sub-tile offset,
-    weather x time, overlay phase, sprites) -> RGB frame (B, 64, 64, 3) in [0, 1].
+    atmosphere, minute of the day, overlay phase, sprites) -> RGB frame (B, F, F, 3) in [0, 1],
+    F = (window - 3) * TILE: 128 served, smaller crops in training (the same function).
 
     Everything it draws comes from learned tables: an MLP turns each token embedding into an
-    8x8 patch, sprites and particle overlays are learned RGBA textures, and weather x time is a
-    per-channel FiLM. The tables depend only on the weights, so at inference they are computed
-    once (`freeze`) and a frame costs a few gathers and one multiply-add per pixel.
+    8x8 patch, sprites and particle overlays are learned RGBA textures, the light of the day is
+    a learned per-half-hour RGB scale and shift (interpolated: time is continuous) and each
+    atmosphere adds its own FiLM. Sprite alpha is hard (0 or 1, straight-through when training),
+    so sprites have clean edges. The tables depend only on the weights, so at inference they are
+    computed once (`freeze`) and a frame costs a few gathers and one multiply-add per pixel.
     """
 
     def __init__(self, cfg: ModelConfig):
@@ -164,26 +179,36 @@ class Renderer(nn.Module):
         self.tok = nn.Embedding(ws.NUM_TOKENS + 2, d)
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, t * t * 3))
         self.sprites = nn.Parameter(torch.zeros(ws.SPRITE_KINDS, ws.SPRITE, ws.SPRITE, 4))
-        self.cond = nn.Embedding(N_COND, 6)  # per-channel scale and shift (FiLM on RGB)
+        self.atmosphere = nn.Embedding(len(ws.WEATHERS), 6)  # per-channel scale and shift
+        self.light = nn.Parameter(torch.zeros(LIGHT_STEPS, 6))
         self.overlay = nn.Parameter(torch.zeros(len(ws.WEATHERS), ws.OVERLAY, ws.OVERLAY, 4))
         with torch.no_grad():
-            self.cond.weight.copy_(torch.tensor([1.0, 1, 1, 0, 0, 0]).expand(N_COND, 6))
+            identity = torch.tensor([1.0, 1, 1, 0, 0, 0])
+            self.atmosphere.weight.copy_(identity.expand(len(ws.WEATHERS), 6))
+            self.light.copy_(identity.expand(LIGHT_STEPS, 6))
             self.overlay[..., 3] = -6.0  # particles start transparent
             self.sprites[..., 3] = -2.0
         self._frozen: tuple | None = None
+        # Training only: soft sprite alpha. A hard alpha that starts at 0 passes no gradient to
+        # the sprite's colour, so sprites first learn soft, then hard (`polish_renderer`).
+        self.soft_alpha = False
 
     def tables(self) -> tuple:
         if self._frozen is not None:
             return self._frozen
         t = ws.TILE
         tex = self.mlp(self.tok.weight).view(-1, t * t, 3)  # (K + 2, 64, 3)
-        spr = torch.cat([self.sprites[..., :3], torch.sigmoid(self.sprites[..., 3:])], -1)
-        film = self.cond.weight  # (N_COND, 6)
-        ov = self.overlay[torch.arange(N_COND) // len(ws.TIMES)]  # (N_COND, 32, 32, 4)
-        a = torch.sigmoid(ov[..., 3:])
-        gain = film[:, None, None, :3] * (1 - a)  # (N_COND, 32, 32, 3)
-        bias = film[:, None, None, 3:] * (1 - a) + ov[..., :3] * a
-        return tex, spr.flatten(1, 2), gain, bias
+        soft = torch.sigmoid(self.sprites[..., 3:])
+        alpha = (soft > 0.5).float()  # hard edges; straight-through gradients when training
+        if torch.is_grad_enabled():
+            alpha = soft if self.soft_alpha else alpha + soft - soft.detach()
+        spr = torch.cat([self.sprites[..., :3], alpha], -1)
+        a = torch.sigmoid(self.overlay[..., 3:])  # (W, 32, 32, 1)
+        atmo = self.atmosphere.weight  # (W, 6)
+        # per atmosphere: the lit image is multiplied by keep * scale, then the rest is added
+        keep = (1 - a) * atmo[:, None, None, :3]  # (W, 32, 32, 3)
+        add = (1 - a) * atmo[:, None, None, 3:] + self.overlay[..., :3] * a
+        return tex, spr.flatten(1, 2), keep, add, self.light
 
     @torch.no_grad()
     def freeze(self) -> None:
@@ -191,53 +216,65 @@ class Renderer(nn.Module):
         self._frozen = None
         self._frozen = tuple(x.detach().contiguous() for x in self.tables())
 
-    def forward(self, tokens, offset, cond, phase, sprites) -> torch.Tensor:
-        # tokens (B, W, W), offset (B, 2), cond (B,), phase (B, 2), sprites (B, E, 3)
-        # Two exact implementations of the same function: gathers at inference, one-hot
-        # selection matmuls when training (CPU scatter-based gather backward is very slow).
-        if torch.is_grad_enabled():
-            return self._forward_select(tokens, offset, cond, phase, sprites)
-        return self._forward_gather(tokens, offset, cond, phase, sprites)
+    @staticmethod
+    def light_at(light: torch.Tensor, minute: torch.Tensor) -> torch.Tensor:
+        """(B,) minutes -> (B, 6) light scale and shift, linear between half hours."""
+        pos = (minute.float() % ws.DAY_MINUTES) * (LIGHT_STEPS / ws.DAY_MINUTES)
+        i0 = pos.floor().long() % LIGHT_STEPS
+        w = (pos - pos.floor())[:, None]
+        return light[i0] * (1 - w) + light[(i0 + 1) % LIGHT_STEPS] * w
 
-    def _forward_gather(self, tokens, offset, cond, phase, sprites) -> torch.Tensor:
-        tex, spr, gain, bias = self.tables()
-        b, f, t, o = tokens.shape[0], ws.FRAME, ws.TILE, ws.OVERLAY
+    def forward(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
+        # tokens (B, W, W), offset (B, 2), weather (B,), minute (B,), phase (B, 2),
+        # sprites (B, E, 3). Two exact implementations of the same function: gathers at
+        # inference, one-hot selection matmuls when training (CPU scatter-based gather
+        # backward is very slow).
+        if torch.is_grad_enabled():
+            return self._forward_select(tokens, offset, weather, minute, phase, sprites)
+        return self._forward_gather(tokens, offset, weather, minute, phase, sprites)
+
+    def _light_maps(self, keep, add, light, weather, minute) -> tuple:
+        """(B, 32, 32, 3) gain and bias of each frame: its light, then its atmosphere."""
+        lit = self.light_at(light, minute)  # (B, 6)
+        k, c = keep.index_select(0, weather), add.index_select(0, weather)
+        gain = k * lit[:, None, None, :3]
+        bias = k * lit[:, None, None, 3:] + c
+        return gain, bias
+
+    def _forward_gather(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
+        tex, spr, keep, add, light = self.tables()
+        b, w, t, o = tokens.shape[0], tokens.shape[2], ws.TILE, ws.OVERLAY
+        f = (w - 3) * t
         ar = torch.arange(f, device=tokens.device)
-        py = t + offset[:, 1, None] + ar  # (B, 64) pixel row inside the decode window
+        py = t + offset[:, 1, None] + ar  # (B, F) pixel row inside the decode window
         px = t + offset[:, 0, None] + ar
-        w = tokens.shape[2]
         patches = tex.flatten(1).index_select(0, tokens.reshape(-1)).view(b, w * w * t * t, 3)
-        cell = ((py // t) * w)[:, :, None] + (px // t)[:, None, :]  # (B, 64, 64) tile per pixel
+        cell = ((py // t) * w)[:, :, None] + (px // t)[:, None, :]  # (B, F, F) tile per pixel
         idx = cell * (t * t) + ((py % t) * t)[:, :, None] + (px % t)[:, None, :]
         img = patches.gather(1, idx.view(b, f * f, 1).expand(b, f * f, 3)).view(b, f, f, 3)
         img = self._composite(img, sprites, spr)
-        # weather x time light and particles: one multiply-add with 32x32 maps, scrolled
+        # light and atmosphere: one multiply-add with 32x32 maps, scrolled
+        gain, bias = self._light_maps(keep, add, light, weather, minute)
         ao = torch.arange(o, device=tokens.device)
         ry = (ao[None, :] + phase[:, 1, None]) % o  # (B, 32)
         rx = (ao[None, :] + phase[:, 0, None]) % o
         cidx = (ry[:, :, None] * o + rx[:, None, :]).view(b, o * o, 1).expand(b, o * o, 3)
-        g = gain.flatten(1, 2).index_select(0, cond).gather(1, cidx).view(b, 1, o, 1, o, 3)
-        c = bias.flatten(1, 2).index_select(0, cond).gather(1, cidx).view(b, 1, o, 1, o, 3)
+        g = gain.reshape(b, o * o, 3).gather(1, cidx).view(b, 1, o, 1, o, 3)
+        c = bias.reshape(b, o * o, 3).gather(1, cidx).view(b, 1, o, 1, o, 3)
         img = img.view(b, f // o, o, f // o, o, 3) * g + c
         return img.view(b, f, f, 3)
 
-    def _forward_select(self, tokens, offset, cond, phase, sprites) -> torch.Tensor:
-        tex, spr, gain, bias = self.tables()
-        b, w, f, t, o, s = (
-            tokens.shape[0],
-            tokens.shape[2],
-            ws.FRAME,
-            ws.TILE,
-            ws.OVERLAY,
-            ws.SPRITE,
-        )
+    def _forward_select(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
+        tex, spr, keep, add, light = self.tables()
+        b, w, t, o, s = tokens.shape[0], tokens.shape[2], ws.TILE, ws.OVERLAY, ws.SPRITE
+        f = (w - 3) * t
         dev = tokens.device
         big = tex.flatten(1).index_select(0, tokens.reshape(-1)).view(b, w, w, t, t, 3)
         big = big.permute(0, 1, 3, 2, 4, 5).reshape(b, w * t, w * t * 3)  # (B, 8W, 8W * 3)
-        sel_y = _one_hot_shift(offset[:, 1] + t, f, w * t, dev)  # (B, 64, 8W)
+        sel_y = _one_hot_shift(offset[:, 1] + t, f, w * t, dev)  # (B, F, 8W)
         sel_x = _one_hot_shift(offset[:, 0] + t, f, w * t, dev)
-        img = (sel_y @ big).view(b, f, w * t, 3).permute(0, 1, 3, 2)  # (B, 64, 3, 8W)
-        img = (img @ sel_x.transpose(1, 2)[:, None]).permute(0, 1, 3, 2)  # (B, 64, 64, 3)
+        img = (sel_y @ big).view(b, f, w * t, 3).permute(0, 1, 3, 2)  # (B, F, 3, 8W)
+        img = (img @ sel_x.transpose(1, 2)[:, None]).permute(0, 1, 3, 2)  # (B, F, F, 3)
         for e in range(sprites.shape[1]):
             kind, sx, sy = sprites[:, e, 0], sprites[:, e, 1], sprites[:, e, 2]
             if not bool((kind >= 0).any()):
@@ -248,13 +285,12 @@ class Renderer(nn.Module):
             layer = layer.permute(0, 1, 3, 2) * (kind >= 0).float()[:, None, None, None]
             a = layer[..., 3:]
             img = img * (1 - a) + layer[..., :3] * a
-        m = torch.arange(o, device=dev)
+        gain, bias = self._light_maps(keep, add, light, weather, minute)
         roll_y = _one_hot_shift(phase[:, 1], o, o, dev, wrap=True)  # (B, 32, 32)
         roll_x = _one_hot_shift(phase[:, 0], o, o, dev, wrap=True)
-        maps = torch.cat([gain, bias], -1).index_select(0, cond)  # (B, 32, 32, 6)
+        maps = torch.cat([gain, bias], -1)  # (B, 32, 32, 6)
         maps = (roll_y @ maps.view(b, o, o * 6)).view(b, o, o, 6).permute(0, 1, 3, 2)
         maps = (maps @ roll_x.transpose(1, 2)[:, None]).permute(0, 1, 3, 2)  # (B, 32, 32, 6)
-        del m
         g = maps[..., :3].reshape(b, 1, o, 1, o, 3)
         c = maps[..., 3:].reshape(b, 1, o, 1, o, 3)
         img = img.reshape(b, f // o, o, f // o, o, 3) * g + c
@@ -263,7 +299,7 @@ class Renderer(nn.Module):
     @staticmethod
     def _composite(img, sprites, spr) -> torch.Tensor:
         """Alpha-blend each sprite slot in order (later slots on top), touching 8x8 pixels each."""
-        b, f, s = img.shape[0], ws.FRAME, ws.SPRITE
+        b, f, s = img.shape[0], img.shape[1], ws.SPRITE
         # one scratch pixel at the end takes the writes of sprite pixels outside the frame
         flat = torch.cat([img.reshape(b * f * f, 3), img.new_zeros(1, 3)])
         ar = torch.arange(s)
@@ -292,21 +328,22 @@ def _one_hot_shift(start, n_out: int, n_in: int, device, wrap: bool = False) -> 
 
 
 class TileEncoder(nn.Module):
-    """The codec's encoder: an 8x8 RGB patch -> tile token logits, and a frame -> weather x time
-    logits. (Grid alignment and particle phase are found by search in `encode`.)"""
+    """The codec's encoder: an 8x8 RGB patch -> tile token logits, and a frame -> atmosphere and
+    half hour of the day logits. (Grid alignment, particle phase and the minute within the half
+    hour are found by search in `encode`.)"""
 
     def __init__(self):
         super().__init__()
         p = 3 * ws.TILE * ws.TILE
         self.patch = nn.Sequential(nn.Linear(p, 128), nn.GELU(), nn.Linear(128, ws.NUM_TOKENS))
-        self.frame = FrameClassifier(heads={"cond": N_COND})
+        self.frame = FrameClassifier(heads={"weather": len(ws.WEATHERS), "minute": LIGHT_STEPS})
 
     def patch_logits(self, patches: torch.Tensor) -> torch.Tensor:
         return self.patch(patches.flatten(1))  # (N, 3, 8, 8) -> (N, K)
 
 
 class FrameClassifier(nn.Module):
-    """Small CNN: frame (B, 3, 64, 64) in [0, 1] -> logits per head."""
+    """Small CNN: frame (B, 3, F, F) in [0, 1] (any F divisible by 16) -> logits per head."""
 
     def __init__(self, heads: dict[str, int] | None = None):
         super().__init__()
@@ -323,7 +360,7 @@ class FrameClassifier(nn.Module):
         self.heads = nn.ModuleDict({k: nn.Linear(2 * chans[-1], n) for k, n in heads.items()})
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        h = self.body(x * 2 - 1)  # (B, 64, 4, 4)
+        h = self.body(x * 2 - 1)  # (B, 64, F / 16, F / 16)
         h = torch.cat([h.mean((2, 3)), h.amax((2, 3))], 1)
         return {k: head(h) for k, head in self.heads.items()}
 

@@ -7,26 +7,100 @@ torch, no Django.
 
 from __future__ import annotations
 
-BIOMES = ("meadow", "forest", "desert", "snow", "coast", "town", "cave")
+MODEL_VERSION = 2
+
+BIOMES = (
+    "meadow",
+    "forest",
+    "desert",
+    "snow",
+    "beach",
+    "city",  # city streets
+    "cave",
+    "reef",  # underwater reef
+    "volcanic",
+    "jungle",
+    "swamp",
+    "ruins",
+    "canyon",
+    "blossom",  # blossom garden
+    "ice_cave",
+    "autumn",
+)
 # Each biome has four tile kinds; a token is biome * len(TILE_KINDS) + kind.
 TILE_KINDS = ("ground", "ground_var", "obstacle", "water")
-NUM_TOKENS = len(BIOMES) * len(TILE_KINDS)
+BIOME_TOKENS = len(BIOMES) * len(TILE_KINDS)
+# Things events place: tokens of their own after the biome tokens, the same in every biome.
+THINGS = (
+    "campfire",
+    "house",
+    "bridge",
+    "path",
+    "trees",
+    "lava_pool",
+    "ruins",
+    "statue",
+    "pond",
+    "flowers",
+    "rocks",
+    "tent",
+    "well",
+    "fence",
+)
+WALKABLE_THINGS = frozenset({"bridge", "path", "flowers"})
+NUM_TOKENS = BIOME_TOKENS + len(THINGS)
 UNKNOWN_TOKEN = NUM_TOKENS  # canvas cell not generated yet
 MASK_TOKEN = NUM_TOKENS + 1  # MaskGIT mask
 SOLID_KINDS = frozenset({2, 3})  # obstacles and water block movement
 
-WEATHERS = ("clear", "rain", "snow", "fog")
-TIMES = ("day", "dusk", "night")
-CREATURES = ("fox", "deer", "rabbit", "wolf", "bird")
-FEATURES = ("pond", "flowers", "rocks")
-FEATURE_KIND = {"pond": 3, "flowers": 1, "rocks": 2}
+# Atmospheres (the "weather" of a world): lighting, haze and a particle layer each.
+WEATHERS = (
+    "clear",
+    "rain",
+    "snow",
+    "fog",
+    "thunderstorm",
+    "sandstorm",
+    "ash",
+    "petals",
+    "fireflies",
+)
+# Time of day is continuous: a minute of the day (0..1439) that advances with the world clock.
+# These named moments are what text can ask for, and what the light is called around them.
+TIMES = ("dawn", "day", "dusk", "night")
+TIME_MINUTES = (6 * 60, 12 * 60, 18 * 60 + 30, 23 * 60)
+DAY_MINUTES = 24 * 60
+FRAMES_PER_MINUTE = 10  # a whole day in 10 minutes of play at 24 fps
+CREATURES = (
+    "fox",
+    "deer",
+    "rabbit",
+    "wolf",
+    "bird",
+    "fish",
+    "crab",
+    "frog",
+    "bear",
+    "cat",
+    "butterfly",
+    "ghost",
+)
 
-# Avatar colours by seat slot (slot % 4: a fifth player shares the first one's colour).
-AVATAR_RGB = ((220, 40, 40), (40, 80, 230), (240, 210, 30), (220, 50, 220))
+# Avatar colours by seat slot (slot % 8).
+AVATAR_RGB = (
+    (220, 40, 40),
+    (40, 80, 230),
+    (240, 210, 30),
+    (220, 50, 220),
+    (30, 200, 210),
+    (255, 140, 20),
+    (250, 250, 250),
+    (120, 60, 200),
+)
 AVATAR_COLORS = len(AVATAR_RGB)
 # Sprite kinds: avatars first, then creatures.
 SPRITE_KINDS = AVATAR_COLORS + len(CREATURES)
-MAX_SPRITES = 8  # per frame; the rest are not drawn
+MAX_SPRITES = 10  # per frame; the rest are not drawn
 
 # What a player can do: the keys held (anything else is ignored) and text up to this long.
 KEYS = frozenset({"w", "a", "s", "d", "space"})
@@ -34,8 +108,8 @@ MAX_PROMPT_CHARS = 500
 
 TILE = 8  # pixels per tile
 CHUNK = 8  # tiles per chunk side
-FRAME = 64  # frame side in pixels
-WINDOW = FRAME // TILE + 3  # tiles decoded per frame: visible 9 plus a context margin
+FRAME = 128  # frame side in pixels
+WINDOW = FRAME // TILE + 3  # tiles decoded per frame: visible 17 plus a context margin
 SPRITE = 8
 PLAYER_SPEED = 2  # pixels per frame along each held axis
 CREATURE_SPEED = 1
@@ -43,8 +117,18 @@ CREATURE_TURN_EVERY = 24  # frames between creature direction changes
 BOX_HALF = 3  # half-size of the collision box of avatars and creatures
 SPAWN_ZONE = (-2, 1)  # tile range on both axes kept walkable around the origin
 
-OVERLAY = 32  # weather particle texture side (tiled over the frame)
-OVERLAY_SCROLL = {"clear": (0, 0), "rain": (1, 3), "snow": (1, 1), "fog": (0, 0)}
+OVERLAY = 32  # particle texture side (tiled over the frame)
+OVERLAY_SCROLL = {
+    "clear": (0, 0),
+    "rain": (1, 3),
+    "snow": (1, 1),
+    "fog": (1, 0),
+    "thunderstorm": (2, 5),
+    "sandstorm": (4, 1),
+    "ash": (0, 1),
+    "petals": (2, 1),
+    "fireflies": (1, 0),
+}
 
 KEY_DIRS = {"w": (0, -1), "s": (0, 1), "a": (-1, 0), "d": (1, 0)}
 DIRECTIONS = ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1))
@@ -54,12 +138,12 @@ _MASK64 = (1 << 64) - 1
 
 # What to offer when text names nothing the model can do (one line per kind of event).
 EVENT_SUGGESTIONS = (
-    "it starts to snow",
+    "a thunderstorm rolls in",
     "night falls",
     "a fox runs past",
-    "a pond appears",
-    "the fog rolls in",
-    "flowers bloom around me",
+    "build a campfire",
+    "a house appears",
+    "petals drift on the wind",
 )
 
 
@@ -70,6 +154,60 @@ def avatar_hex(slot: int) -> str:
 
 def token_of(biome: int, kind: int) -> int:
     return biome * len(TILE_KINDS) + kind
+
+
+def thing_token(thing: int) -> int:
+    return BIOME_TOKENS + thing
+
+
+def is_solid_token(token: int) -> bool:
+    """The ground truth the collision head learns."""
+    if token >= NUM_TOKENS:
+        return True
+    if token >= BIOME_TOKENS:
+        return THINGS[token - BIOME_TOKENS] not in WALKABLE_THINGS
+    return token % len(TILE_KINDS) in SOLID_KINDS
+
+
+def time_name(minute: int) -> str:
+    """What the light at this minute of the day is called."""
+    m = int(minute) % DAY_MINUTES
+    if m < 5 * 60 + 30 or m >= 20 * 60:
+        return "night"
+    if m < 8 * 60:
+        return "dawn"
+    if m < 17 * 60 + 30:
+        return "day"
+    return "dusk"
+
+
+def time_label(minute: int) -> int:
+    return TIMES.index(time_name(minute))
+
+
+def clock_text(minute: int) -> str:
+    m = int(minute) % DAY_MINUTES
+    return f"{m // 60:02d}:{m % 60:02d}"
+
+
+# Cells of each placed thing, as tile offsets from its centre (three tiles right of the player).
+_DISC = tuple((dx, dy) for dy in range(-2, 3) for dx in range(-2, 3) if dx * dx + dy * dy <= 4)
+PLACE_SHAPES = {
+    "campfire": ((0, 0),),
+    "house": tuple((dx, dy) for dy in (-1, 0, 1) for dx in (-1, 0, 1)),
+    "bridge": tuple((dx, 0) for dx in range(-2, 7)),
+    "path": tuple((dx, 0) for dx in range(-2, 9)),
+    "trees": ((0, -2), (-1, 0), (1, 1), (0, 2), (2, -1), (-2, 2)),
+    "lava_pool": _DISC,
+    "ruins": ((-1, -1), (0, -1), (2, -1), (-1, 0), (-1, 1), (2, 1), (1, 1)),
+    "statue": ((0, 0),),
+    "pond": _DISC,
+    "flowers": _DISC,
+    "rocks": ((0, 0), (1, -1), (-1, 1), (2, 1), (-1, -2)),
+    "tent": ((0, 0), (1, 0), (0, 1), (1, 1)),
+    "well": ((0, 0),),
+    "fence": tuple((0, dy) for dy in range(-3, 4)),
+}
 
 
 def mix_hash(*values: int) -> int:
@@ -149,14 +287,61 @@ def spawn_offset(seed: int, t: int, n: int) -> tuple[int, int]:
 
 
 def player_spawn(slot: int) -> tuple[int, int]:
-    return ((0, 0), (10, 0), (-10, 0), (0, 10), (0, -10))[slot % 5]
+    return ((0, 0), (10, 0), (-10, 0), (0, 10), (0, -10), (10, 10), (-10, -10), (10, -10))[slot % 8]
 
 
-def feature_center(x: int, y: int) -> tuple[int, int]:
-    """Tile where a biome feature event is centred: three tiles right of the player."""
+def thing_center(x: int, y: int) -> tuple[int, int]:
+    """Tile where a placed thing is centred: three tiles right of the player."""
     return x // TILE + 3, y // TILE
+
+
+def place_cells(thing: int, x: int, y: int) -> list[tuple[int, int, int]]:
+    """(tile x, tile y, token) of the thing placed beside a player at pixel (x, y)."""
+    cx, cy = thing_center(x, y)
+    token = thing_token(thing)
+    return [(cx + dx, cy + dy, token) for dx, dy in PLACE_SHAPES[THINGS[thing]]]
 
 
 def overlay_phase(weather: int, t: int) -> tuple[int, int]:
     sx, sy = OVERLAY_SCROLL[WEATHERS[weather]]
     return (-sx * t) % OVERLAY, (-sy * t) % OVERLAY
+
+
+# One plain phrasing per event the model can apply: what stories and suggestions send to
+# `WorldEngine.apply_event` (the training phrasings include every one of them).
+EVENT_PHRASES = {
+    "weather": {
+        "clear": "the sky clears",
+        "rain": "it starts to rain",
+        "snow": "it starts to snow",
+        "fog": "fog rolls in",
+        "thunderstorm": "a thunderstorm rolls in",
+        "sandstorm": "a sandstorm sweeps in",
+        "ash": "ash falls from the sky",
+        "petals": "petals drift on the wind",
+        "fireflies": "fireflies light up the air",
+    },
+    "time": {
+        "dawn": "dawn breaks",
+        "day": "the sun rises high",
+        "dusk": "the sun begins to set",
+        "night": "night falls",
+    },
+    "creature": {c: f"a {c} appears" for c in CREATURES},
+    "thing": {
+        "campfire": "build a campfire",
+        "house": "a house appears",
+        "bridge": "build a bridge",
+        "path": "a path appears",
+        "trees": "trees grow here",
+        "lava_pool": "a pool of lava bubbles up",
+        "ruins": "ancient ruins rise",
+        "statue": "a statue appears",
+        "pond": "a pond appears",
+        "flowers": "flowers bloom around me",
+        "rocks": "rocks tumble down",
+        "tent": "pitch a tent",
+        "well": "a well appears",
+        "fence": "build a fence",
+    },
+}

@@ -1,8 +1,9 @@
 """Per-world state of the world model and its exact, self-contained snapshot format.
 
 A world is its latent canvas (generated chunks of tile tokens in world coordinates), its
-conditions (biome mix from the prompt, weather, time of day), the world clock, creatures and
-players. Everything is integers or float32 arrays, so a snapshot restores bit for bit.
+conditions (biome mix and MiniLM embedding of the prompt, atmosphere, minute of the day), the
+world clock, creatures, placed things and players. Everything is integers or float32 arrays,
+so a snapshot restores bit for bit.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from inference.world import spec as ws
+from inference.world.text import TEXT_DIM
 
 MAGIC = b"PXWS"
-VERSION = 1
+VERSION = 2  # v2: the 128x128 model (16 biomes, atmospheres, minute of the day, things)
 _HEAD = struct.Struct(">4sHII")  # magic, version, crc32 of body, body length
 
 
@@ -47,18 +49,25 @@ class WorldState:
     seed: int
     prompt: str
     biome_probs: np.ndarray  # (len(BIOMES),) float32, from the prompt's text embedding
-    weather: int
-    time: int
+    weather: int  # atmosphere
+    minute: int  # minute of the day, advances with the clock
+    text_emb: np.ndarray = field(default_factory=lambda: np.zeros(TEXT_DIM, np.float32))
     t: int = 0  # world clock, frames
     chunks: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (8, 8) uint8
     players: list[PlayerState] = field(default_factory=list)
     creatures: list[CreatureState] = field(default_factory=list)
     spawned: int = 0  # creatures ever spawned (their ids)
     next_slot: int = 0
+    things: list[int] = field(default_factory=list)  # what events placed, in order
 
     @property
     def biome(self) -> int:
         return int(np.argmax(self.biome_probs))
+
+    @property
+    def time(self) -> int:
+        """The named moment (index into TIMES) the minute of the day falls in."""
+        return ws.time_label(self.minute)
 
     def token_at(self, tx: int, ty: int) -> int:
         chunk = self.chunks.get((tx // ws.CHUNK, ty // ws.CHUNK))
@@ -96,8 +105,9 @@ def snapshot_bytes(state: WorldState) -> bytes:
         "seed": state.seed,
         "prompt": state.prompt,
         "weather": state.weather,
-        "time": state.time,
+        "minute": state.minute,
         "t": state.t,
+        "things": list(state.things),
         "spawned": state.spawned,
         "next_slot": state.next_slot,
         "players": [[p.player_id, p.slot, p.x, p.y] for p in state.players],
@@ -109,7 +119,8 @@ def snapshot_bytes(state: WorldState) -> bytes:
     head = json.dumps(header, separators=(",", ":")).encode()
     tokens = b"".join(np.ascontiguousarray(state.chunks[k], dtype=np.uint8).tobytes() for k in keys)
     probs = np.asarray(state.biome_probs, dtype="<f4").tobytes()
-    body = struct.pack(">I", len(head)) + head + probs + tokens
+    emb = np.asarray(state.text_emb, dtype="<f4").tobytes()
+    body = struct.pack(">I", len(head)) + head + probs + emb + tokens
     return _HEAD.pack(MAGIC, VERSION, zlib.crc32(body), len(body)) + body
 
 
@@ -134,6 +145,8 @@ def state_from_bytes(data: bytes) -> WorldState:
             np.float32
         )
         off += probs.nbytes
+        emb = np.frombuffer(body, dtype="<f4", count=TEXT_DIM, offset=off).astype(np.float32)
+        off += emb.nbytes
         keys = [tuple(int(v) for v in k) for k in h["chunks"]]
         size = ws.CHUNK * ws.CHUNK
         if len(body) != off + size * len(keys):
@@ -150,8 +163,10 @@ def state_from_bytes(data: bytes) -> WorldState:
             prompt=str(h["prompt"]),
             biome_probs=probs,
             weather=_index(h["weather"], ws.WEATHERS),
-            time=_index(h["time"], ws.TIMES),
+            minute=int(h["minute"]) % ws.DAY_MINUTES,
+            text_emb=emb,
             t=int(h["t"]),
+            things=[_index(k, ws.THINGS) for k in h["things"]],
             chunks=chunks,
             players=[PlayerState(str(p), int(s), int(x), int(y)) for p, s, x, y in h["players"]],
             creatures=[

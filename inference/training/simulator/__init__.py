@@ -2,13 +2,16 @@
 
 from inference.training.simulator.phrasing import event_for, event_text, world_prompt
 from inference.training.simulator.world import (
-    COND_AFFINE,
+    ATMOSPHERE_AFFINE,
     OVERLAYS,
+    SOLID,
     SPRITES,
     TEXTURES,
     TRAIN_SEED_LIMIT,
     Scene,
     SimWorld,
+    light_affine,
+    random_biomes,
     random_scenes,
     random_windows,
     render,
@@ -17,15 +20,18 @@ from inference.training.simulator.world import (
 )
 
 __all__ = [
-    "COND_AFFINE",
+    "ATMOSPHERE_AFFINE",
     "OVERLAYS",
     "SPRITES",
+    "SOLID",
     "TEXTURES",
     "TRAIN_SEED_LIMIT",
     "Scene",
     "SimWorld",
     "event_for",
     "event_text",
+    "light_affine",
+    "random_biomes",
     "random_scenes",
     "random_windows",
     "render",

@@ -1,12 +1,13 @@
 """Story picks and character dialogue (inference.narrative.engine) on the shipped world model."""
 
+import numpy as np
 import pytest
 
 from inference.narrative import engine as narrative
 from inference.world import spec as ws
 
 OPENING = "The lighthouse lamp went dark at midnight, and the boats are still out."
-COAST = {"biome": "coast", "weather": "fog", "time": "dusk", "creatures": []}
+BEACH = {"biome": "beach", "weather": "fog", "time": "dusk", "creatures": []}
 TOM = {
     "name": "Old Tom",
     "persona": "A gruff marsh ferryman, slow to trust, who knows every channel of the swamp.",
@@ -16,13 +17,14 @@ TOM = {
 
 @pytest.fixture
 def world_of(engine):
-    """A world in a known state: clear, day, no creatures, one player."""
+    """A world in a known state: one player, no creatures, the given atmosphere and time."""
     made = []
 
     def make(weather="clear", time="day"):
         wid = engine.create_world(prompt="a quiet meadow", seed=5)
         world = engine.worlds[wid]
-        world.weather, world.time = ws.WEATHERS.index(weather), ws.TIMES.index(time)
+        world.weather = ws.WEATHERS.index(weather)
+        world.minute = ws.TIME_MINUTES[ws.TIMES.index(time)]
         world.creatures = []
         engine.add_player(wid)
         made.append(wid)
@@ -33,6 +35,7 @@ def world_of(engine):
         engine.drop_world(wid)
 
 
+# Needs the v2 world model weights (inference/weights/world_model.safetensors trained on spec v2).
 @pytest.mark.parametrize("event", list(narrative.EVENTS), ids=lambda e: f"{e[0]}-{e[1]}")
 def test_every_event_text_changes_the_world_as_intended(engine, world_of, event):
     kind, value = event
@@ -41,23 +44,116 @@ def test_every_event_text_changes_the_world_as_intended(engine, world_of, event)
         time="dusk" if value == "night" else "night",
     )
     before = engine.describe(wid)
-    tokens_before = {k: v.copy() for k, v in engine.worlds[wid].chunks.items()}
     engine.apply_event(wid, narrative.EVENTS[event])
     after = engine.describe(wid)
-    if kind == "feature":
+    assert after == narrative.apply_to_description(before, event) != before
+    if kind == "thing":  # placed beside the player, as tokens of its own
         world = engine.worlds[wid]
-        cx, cy = ws.feature_center(world.players[0].x, world.players[0].y)
-        kind_at = world.token_at(cx, cy) % len(ws.TILE_KINDS)
-        assert kind_at == ws.FEATURE_KIND[value]
-        assert any((world.chunks[k] != v).any() for k, v in tokens_before.items())
-        assert after == before  # and nothing else changed
-    else:
-        assert after == narrative.apply_to_description(before, event)
-        assert after != before
+        player = world.players[0]
+        cells = ws.place_cells(ws.THINGS.index(value), player.x, player.y)
+        assert all(world.token_at(x, y) == token for x, y, token in cells)
+
+
+def test_events_are_the_canonical_phrases_of_every_v2_event():
+    assert narrative.EVENTS == {
+        (kind, value): text
+        for kind, phrases in ws.EVENT_PHRASES.items()
+        for value, text in phrases.items()
+    }
+    kinds = {kind for kind, _ in narrative.EVENTS}
+    assert kinds == {"weather", "time", "creature", "thing"}
+    assert {v for k, v in narrative.EVENTS if k == "thing"} == set(ws.THINGS)
+    assert {v for k, v in narrative.EVENTS if k == "weather"} == set(ws.WEATHERS)
+    assert {v for k, v in narrative.EVENTS if k == "time"} == set(ws.TIMES)
+
+
+def test_every_table_covers_every_v2_name():
+    for table in (narrative.PLACES, narrative.LANDMARKS):
+        assert set(table) == set(ws.BIOMES)
+    for table in (
+        narrative.WEATHER_WORDS,
+        narrative.WEATHER_PHRASES,
+        narrative.WEATHER_SENTENCES,
+    ):
+        assert set(table) == set(ws.WEATHERS)
+    for table in (narrative.TIME_WORDS, narrative.TIME_PHRASES, narrative.TIME_SENTENCES):
+        assert set(table) == set(ws.TIMES)
+    assert set(narrative.THING_WORDS) == set(ws.THINGS)
+    assert set(narrative.REQUESTS) == set(narrative.EVENTS)  # every event can be asked for
+    assert set(narrative.TOLD) <= set(narrative.EVENTS)
+
+
+def test_every_event_but_a_creature_has_a_beat_of_its_own():
+    beaten = {b.event for b in narrative.BEATS}
+    assert {e for e in narrative.EVENTS if e[0] != "creature"} <= beaten
+    assert ("creature", "*") in beaten
+    assert all(b.event in narrative.EVENTS or b.event[1] == "*" for b in narrative.BEATS)
+
+
+def test_every_biome_atmosphere_and_time_gets_an_opening_options_and_replies():
+    """No table lookup fails (a KeyError on a v2 name was the bug) and no slot is left unfilled."""
+    tom = narrative.character_start(TOM)
+    rng = np.random.default_rng(0)
+    for biome in ws.BIOMES:
+        for weather in ws.WEATHERS:
+            for time in ws.TIMES:
+                world = {"biome": biome, "weather": weather, "time": time, "creatures": []}
+                story = narrative.story_start("", world)
+                assert narrative.PLACES[biome] in story.lines[0]
+                options = narrative._candidates(story, world, rng)
+                assert options and all(o.event in narrative.EVENTS for o in options)
+                for event in (None, ("weather", "rain"), ("time", "night"), ("thing", "well")):
+                    slots = narrative._reply_slots(tom, world, event, rng)
+                    for templates in narrative.REPLIES.values():
+                        for template in templates:
+                            text = template.format(**slots)
+                            assert "{" not in text and "_" not in text, text
+
+
+def test_a_full_v2_description_and_one_with_only_a_clock_both_work():
+    full = {
+        "biome": "volcanic",
+        "biomes": ["volcanic", "cave"],
+        "weather": "ash",
+        "time": "night",
+        "clock": "23:10",
+        "creatures": ["ghost"],
+        "things": ["campfire", "lava_pool"],
+    }
+    assert narrative._in_place(full) == "on the lava fields"
+    clock_only = {"biome": "ice_cave", "weather": "fireflies", "clock": "06:30"}
+    assert narrative.time_of(clock_only) == "dawn"
+    assert narrative.changes_nothing(("time", "dawn"), clock_only)
+    assert narrative.story_start("", clock_only).lines == ("You arrive in the ice cavern at dawn.",)
+    for world in (full, clock_only, {}):
+        _, reply = narrative.character_reply(
+            narrative.character_start(TOM), world, "what time is it?", seed=3
+        )
+        assert reply.text
+    after = narrative.apply_to_description(full, ("time", "dawn"))
+    assert after["time"] == "dawn" and after["clock"] == "06:00"
+    assert narrative.apply_to_description(full, ("thing", "well"))["things"][-1] == "well"
+    assert "things" not in narrative.apply_to_description(clock_only, ("weather", "rain"))
+
+
+def test_weather_or_time_as_it_is_changes_nothing_and_a_thing_always_changes_something():
+    world = {"biome": "city", "weather": "petals", "time": "dusk", "things": ["well"]}
+    assert narrative.changes_nothing(("weather", "petals"), world)
+    assert narrative.changes_nothing(("time", "dusk"), world)
+    assert not narrative.changes_nothing(("weather", "rain"), world)
+    assert not narrative.changes_nothing(("thing", "well"), world)  # a second well
+    assert not narrative.changes_nothing(("creature", "cat"), world)
+
+
+def test_a_v1_snapshot_option_is_read_as_a_thing():
+    story = narrative.story_offer(narrative.story_start(OPENING, BEACH), BEACH, seed=11)
+    meta = story.to_meta()
+    meta["options"] = [["spring", "Dig", "You dig.", "feature", "pond"], *meta["options"][1:]]
+    assert narrative.from_meta(meta).options[0].event == ("thing", "pond")
 
 
 def test_a_story_offers_two_distinct_options_with_its_opening():
-    story = narrative.story_offer(narrative.story_start(OPENING, COAST), COAST, seed=11)
+    story = narrative.story_offer(narrative.story_start(OPENING, BEACH), BEACH, seed=11)
     message = narrative.choices_message(story)
     first, second = story.options
     assert message["choice_id"] == "c1"
@@ -69,27 +165,31 @@ def test_a_story_offers_two_distinct_options_with_its_opening():
 
 
 def test_options_are_deterministic_for_seed_index_and_story():
-    start = narrative.story_start(OPENING, COAST)
-    again = narrative.story_offer(start, COAST, seed=11)
-    assert narrative.story_offer(start, COAST, seed=11).options == again.options
+    start = narrative.story_start(OPENING, BEACH)
+    again = narrative.story_offer(start, BEACH, seed=11)
+    assert narrative.story_offer(start, BEACH, seed=11).options == again.options
 
 
 def test_options_depend_on_the_story_so_far():
     caravan = "You wake beside a cold campfire; the caravan's tracks lead east across the grass."
     offers = {
-        opening: narrative.story_offer(narrative.story_start(opening, COAST), COAST, seed=11)
+        opening: narrative.story_offer(narrative.story_start(opening, BEACH), BEACH, seed=11)
         for opening in (OPENING, caravan)
     }
     labels = {k: [o.label for o in v.options] for k, v in offers.items()}
     assert labels[OPENING] != labels[caravan]
     # The opening's own things turn up in the options and their narration.
-    assert any("boat" in o.label + o.narration for o in offers[OPENING].options)
+    assert any(
+        thing in o.label + o.narration
+        for o in offers[OPENING].options
+        for thing in ("boat", "lighthouse")
+    )
 
 
 def test_options_never_offer_what_the_world_already_is():
     for weather in ws.WEATHERS:
         for time in ws.TIMES:
-            world = {**COAST, "weather": weather, "time": time}
+            world = {**BEACH, "weather": weather, "time": time}
             story = narrative.story_offer(narrative.story_start("", world), world, seed=3)
             for option in story.options:
                 kind, value = option.event
@@ -97,7 +197,7 @@ def test_options_never_offer_what_the_world_already_is():
 
 
 def test_a_pick_appends_its_narration_and_a_stale_pick_is_refused():
-    story = narrative.story_offer(narrative.story_start(OPENING, COAST), COAST, seed=11)
+    story = narrative.story_offer(narrative.story_start(OPENING, BEACH), BEACH, seed=11)
     picked_story, picked = narrative.story_pick(story, "c1", 1)
     assert picked == story.options[1]
     assert picked_story.lines == (OPENING, picked.narration)
@@ -106,14 +206,14 @@ def test_a_pick_appends_its_narration_and_a_stale_pick_is_refused():
         narrative.story_pick(picked_story, "c1", 0)  # already picked
     with pytest.raises(narrative.ChoiceError):
         narrative.story_pick(story, "c0", 0)
-    world = narrative.apply_to_description(COAST, picked.event)
+    world = narrative.apply_to_description(BEACH, picked.event)
     following = narrative.story_offer(picked_story, world, seed=11)
     assert following.choice_id == "c2"
     assert narrative.choices_message(following)["story"][-1] == picked.narration
 
 
 def test_a_story_survives_its_snapshot_meta():
-    story = narrative.story_offer(narrative.story_start(OPENING, COAST), COAST, seed=11)
+    story = narrative.story_offer(narrative.story_start(OPENING, BEACH), BEACH, seed=11)
     assert narrative.from_meta(story.to_meta()) == story
     assert narrative.from_meta({"kind": "story", "lines": 5}) is None
     assert narrative.from_meta("garbage") is None
@@ -142,46 +242,46 @@ def test_the_character_greets_with_its_card_and_answers_in_character():
     tom = narrative.character_start(TOM)
     tom, greeting = narrative.character_greet(tom)
     assert greeting == TOM["greeting"] and tom.greeted
-    tom, who = narrative.character_reply(tom, COAST, "who are you?", seed=5)
+    tom, who = narrative.character_reply(tom, BEACH, "who are you?", seed=5)
     assert "Old Tom" in who.text and "ferryman" in who.text
     assert who.event is None and tom.turn == 1
-    _, weather = narrative.character_reply(tom, COAST, "what's the weather like?", seed=5)
+    _, weather = narrative.character_reply(tom, BEACH, "what's the weather like?", seed=5)
     assert "fog" in weather.text.lower()  # the live world, not a canned line
     assert len(weather.text) <= narrative.MAX_REPLY_CHARS
 
 
 def test_the_character_grants_a_world_change_it_can_make():
     tom = narrative.character_start(TOM)
-    _, reply = narrative.character_reply(tom, COAST, "can you make it rain?", seed=5)
+    _, reply = narrative.character_reply(tom, BEACH, "can you make it rain?", seed=5)
     assert reply.event == ("weather", "rain")
     assert reply.event_text == narrative.EVENTS[("weather", "rain")]
     assert reply.event_text in reply.text
     # Already foggy, already dusk: nothing to change, and the character says so.
-    _, moot = narrative.character_reply(tom, COAST, "please make it foggy", seed=5)
+    _, moot = narrative.character_reply(tom, BEACH, "please make it foggy", seed=5)
     assert moot.event is None and "fog" in moot.text
-    _, dusk = narrative.character_reply(tom, COAST, "can you make it evening?", seed=5)
+    _, dusk = narrative.character_reply(tom, BEACH, "can you make it evening?", seed=5)
     assert dusk.event is None and "dusk" in dusk.text
 
 
 def test_replies_are_deterministic_per_seed_and_turn():
     tom = narrative.character_start(TOM)
-    answers = {narrative.character_reply(tom, COAST, "hello", seed=s)[1].text for s in range(6)}
-    again = narrative.character_reply(tom, COAST, "hello", seed=2)[1].text
-    assert again == narrative.character_reply(tom, COAST, "hello", seed=2)[1].text
+    answers = {narrative.character_reply(tom, BEACH, "hello", seed=s)[1].text for s in range(6)}
+    again = narrative.character_reply(tom, BEACH, "hello", seed=2)[1].text
+    assert again == narrative.character_reply(tom, BEACH, "hello", seed=2)[1].text
     assert len(answers) > 1  # and not one canned line
 
 
 def test_a_character_survives_its_snapshot_meta():
-    tom, _ = narrative.character_reply(narrative.character_start(TOM), COAST, "hi", seed=1)
+    tom, _ = narrative.character_reply(narrative.character_start(TOM), BEACH, "hi", seed=1)
     assert narrative.from_meta(tom.to_meta()) == tom
 
 
 def test_garbage_cards_and_lines_still_get_an_answer():
     nobody = narrative.character_start({"name": None, "persona": 5})
-    _, reply = narrative.character_reply(nobody, COAST, "\x00\x00 ???", seed=1)
+    _, reply = narrative.character_reply(nobody, BEACH, "\x00\x00 ???", seed=1)
     assert nobody.name and reply.text
-    assert narrative.begin("games", COAST) is None
-    assert isinstance(narrative.begin("characters", COAST, character="junk"), narrative.Character)
+    assert narrative.begin("games", BEACH) is None
+    assert isinstance(narrative.begin("characters", BEACH, character="junk"), narrative.Character)
 
 
 @pytest.mark.parametrize(
@@ -190,12 +290,16 @@ def test_garbage_cards_and_lines_still_get_an_answer():
         ("can you make it evening?", ("time", "dusk")),
         ("bring me a deer", ("creature", "deer")),
         ("please make it foggy", ("weather", "fog")),
-        ("make a pond", ("feature", "pond")),
+        ("make a pond", ("thing", "pond")),
+        ("could you light a campfire?", ("thing", "campfire")),
+        ("please make a thunderstorm", ("weather", "thunderstorm")),
+        ("can you make it dawn?", ("time", "dawn")),
+        ("summon a ghost", ("creature", "ghost")),
         ("is it raining?", None),  # asks about the world, asks nothing of it
         ("can you turn this into a desert?", None),  # beyond what the engine knows
     ],
 )
 def test_a_request_is_granted_only_when_the_engine_knows_the_change(line, event):
-    clear_day = {**COAST, "weather": "clear", "time": "day"}
+    clear_day = {**BEACH, "weather": "clear", "time": "day"}
     _, reply = narrative.character_reply(narrative.character_start(TOM), clear_day, line, seed=2)
     assert reply.event == event

@@ -152,3 +152,8 @@ async def running_worker(*, layer, placement, engine, name=None, **options):
 async def send(layer, worker: InferenceWorker | str, message: dict) -> None:
     name = worker if isinstance(worker, str) else worker.name
     await layer.send(worker_channel(name), message)
+
+
+def without_clock(description: dict) -> dict:
+    """A world's description but its minute, which runs on while frames are made."""
+    return {k: v for k, v in description.items() if k != "clock"}

@@ -1,10 +1,14 @@
+import json
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from inference.training import simulator as sim
 from inference.training import train as training
-from inference.world.model import FrameClassifier, ModelConfig, WorldModel
+from inference.world import spec as ws
+from inference.world.engine import WorldEngine
+from inference.world.model import FrameClassifier, ModelConfig, WorldModel, load_classifier
 
 
 def small_configs(tmp_path):
@@ -29,20 +33,23 @@ def test_a_few_training_steps_lower_the_loss(tmp_path):
     cfg, mcfg = small_configs(tmp_path)
     model, classifier = WorldModel(mcfg), FrameClassifier()
     text = training.text_dataset(cfg)
+    prompts = training.PromptIndex(text)
     params = list(model.parameters()) + list(classifier.parameters())
     opt = torch.optim.AdamW(params, lr=3e-3)
 
     def fixed_loss() -> float:
         with torch.no_grad():
             parts = training.losses(
-                np.random.default_rng(7), cfg, mcfg, model, classifier, text, "cpu"
+                np.random.default_rng(7), cfg, mcfg, model, classifier, text, prompts, "cpu"
             )
         return float(sum(parts.values()))
 
     before = fixed_loss()
     rng = np.random.default_rng(0)
     for _ in range(25):
-        loss = sum(training.losses(rng, cfg, mcfg, model, classifier, text, "cpu").values())
+        loss = sum(
+            training.losses(rng, cfg, mcfg, model, classifier, text, prompts, "cpu").values()
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -60,9 +67,31 @@ def test_training_resumes_from_its_checkpoint_and_exports_weights(tmp_path):
     assert model.cfg == mcfg
 
 
-def test_exported_config_records_repository_paths_relative_to_it(tmp_path):
-    import json
+def test_a_smoke_run_exports_weights_that_serve_128_pixel_frames(tmp_path):
+    out = tmp_path / "w"
+    training.main(
+        ["--steps", "2", "--eval-every", "2", "--threads", "1", "--out", str(out)]
+        + ["--checkpoint", str(tmp_path / "ck.pt"), "--n-prompts", "48", "--n-events", "48"]
+        + ["--batch-render", "4", "--batch-gen", "8", "--batch-cls", "8", "--batch-text", "32"]
+    )
+    model = WorldModel.from_file(out / "world_model.safetensors")
+    scene, _ = sim.random_scenes(np.random.default_rng(0), 2)
+    with torch.no_grad():
+        frames = model.renderer(*training.scene_tensors(scene))
+    assert frames.shape == (2, ws.FRAME, ws.FRAME, 3)
+    heads = load_classifier(out / "classifier.safetensors")(frames.permute(0, 3, 1, 2))
+    assert heads["biome"].shape == (2, len(ws.BIOMES))
+    assert heads["time"].shape == (2, len(ws.TIMES))
+    # and the serving engine runs on them: a world from a prompt, stepped
+    engine = WorldEngine(model)
+    wid = engine.create_world(prompt="a foggy swamp beside a canyon at night", seed=5)
+    pid = engine.add_player(wid)
+    assert engine.step({pid: frozenset("d")}, {pid: 3})[pid].shape == (3, ws.FRAME, ws.FRAME, 3)
+    config = json.loads((out / "config.json").read_text())
+    assert config["steps_done"] == 2
 
+
+def test_exported_config_records_repository_paths_relative_to_it(tmp_path):
     inside = training.TrainConfig(out=str(training.ROOT / "inference" / "weights"))
     recorded = training._portable(training.asdict(inside))
     assert recorded["out"] == "inference/weights"

@@ -14,35 +14,35 @@ DEMO_WORLDS = [
     (
         "Pine Valley Run",
         "games",
-        "a snowy pine forest valley with frozen ponds and drifting fog",
+        "a snowy pine forest valley with frozen ponds under a clear winter sky",
         "Race through the pines before the storm closes the pass.",
         {},
     ),
     (
         "Dune Sprinter",
         "games",
-        "an endless desert of red dunes under a blazing noon sun with cacti",
+        "a dry desert of red sand dunes and cacti under a blazing noon sun",
         "How far can you get before sunset?",
         {},
     ),
     (
         "Lava Steps",
         "games",
-        "a volcanic field of black rock and glowing lava rivers at night",
+        "a volcanic field of black rock and glowing lava rivers under falling ash",
         "Hop the cooled rocks. Do not touch the orange.",
         {},
     ),
     (
         "Reef Diver",
         "games",
-        "a shallow turquoise lagoon with coral islands and sandy beaches",
-        "Island-hop across a sunny archipelago.",
+        "a bright coral reef under the sea with tropical fish and crabs",
+        "Swim the reef: coral, fish and crabs under the waves.",
         {},
     ),
     (
         "The Lantern Keeper",
         "stories",
-        "a foggy fishing village on a cliff with a lighthouse at dusk",
+        "a foggy fishing village by the sea with a lighthouse at dusk",
         "Someone has to keep the light burning.",
         {
             "story_opening": (
@@ -53,7 +53,7 @@ DEMO_WORLDS = [
     (
         "The Last Caravan",
         "stories",
-        "a dry savanna with acacia trees and a dusty trade road at dawn",
+        "a dry desert of sand and acacia trees with a dusty trade road at dawn",
         "A merchant caravan, a stolen map, a long road.",
         {
             "story_opening": (
@@ -64,7 +64,7 @@ DEMO_WORLDS = [
     (
         "Winter Court",
         "stories",
-        "a frozen castle courtyard under falling snow and pale moonlight",
+        "a frozen castle courtyard at night under falling snow and pale moonlight",
         "Intrigue at the coldest court in the north.",
         {
             "story_opening": (
@@ -82,7 +82,7 @@ DEMO_WORLDS = [
     (
         "Mira the Cartographer",
         "characters",
-        "a cluttered map room in a windmill on green rolling hills in spring",
+        "green rolling hills with a windmill and wildflowers in spring",
         "A curious mapmaker who wants to know where you have been.",
         {
             "character_name": "Mira",
@@ -141,7 +141,7 @@ DEMO_WORLDS = [
     (
         "Night Market Plaza",
         "live",
-        "a lantern-lit town square at night with stalls and fountains",
+        "city streets at night lit by lanterns, with market stalls and fountains",
         "Meet up under the lanterns.",
         {},
     ),
@@ -155,7 +155,7 @@ DEMO_WORLDS = [
     (
         "Sunflower Farm",
         "live",
-        "a patchwork farm of sunflower fields, barns and dirt roads at summer",
+        "a patchwork farm of sunflower fields and green meadows on a summer day",
         "A slow afternoon on the farm, together.",
         {},
     ),

@@ -1,0 +1,170 @@
+"""What the v2 model adds: 128x128 frames, things events place, continuous time of day, mixed
+biomes, hard-edged sprites, and terrain grown on a thread of its own (a late chunk holds the
+player at its edge instead of being made in the step)."""
+
+import time
+
+import numpy as np
+import pytest
+
+from inference.world import spec as ws
+from inference.world.engine import UnsupportedEvent
+
+
+def _frame(engine, pid, keys=frozenset(), n=1):
+    return engine.step({pid: keys}, {pid: n})[pid][-1]
+
+
+def test_frames_are_128_pixels_square(engine, clear_world):
+    _, pid = clear_world
+    assert _frame(engine, pid).shape == (128, 128, 3)
+
+
+@pytest.mark.parametrize("thing", ["campfire", "house", "bridge", "statue", "tent", "fence"])
+def test_a_thing_event_places_its_tiles_beside_the_player_and_the_frame_shows_them(
+    engine, clear_world, thing
+):
+    wid, pid = clear_world
+    world = engine.worlds[wid]
+    before = _frame(engine, pid)
+    engine.apply_event(wid, ws.EVENT_PHRASES["thing"][thing], near=pid)
+    player = world.players[0]
+    token = ws.thing_token(ws.THINGS.index(thing))
+    cells = ws.place_cells(ws.THINGS.index(thing), player.x, player.y)
+    assert all(world.token_at(tx, ty) == token for tx, ty, _ in cells)
+    assert engine.describe(wid)["things"] == [thing]
+    after = _frame(engine, pid)
+    # the thing's tiles are three tiles right of the avatar: the frame changes there
+    cx, cy = ws.FRAME // 2 + 3 * ws.TILE, ws.FRAME // 2
+    patch = (slice(cy - ws.TILE, cy + ws.TILE), slice(cx - ws.TILE, cx + ws.TILE))
+    assert np.abs(after[patch].astype(int) - before[patch].astype(int)).sum() > 0
+
+
+def test_a_solid_thing_blocks_the_way(engine, clear_world):
+    wid, pid = clear_world
+    engine.apply_event(wid, ws.EVENT_PHRASES["thing"]["house"], near=pid)
+    player = engine.worlds[wid].players[0]
+    x0 = player.x
+    engine.step({pid: frozenset("d")}, {pid: 16})
+    house_left = (ws.thing_center(x0, player.y)[0] - 1) * ws.TILE
+    assert player.x + ws.BOX_HALF <= house_left  # stopped at the house's wall
+
+
+def test_time_of_day_is_continuous_and_the_light_follows_it(engine, clear_world):
+    wid, pid = clear_world
+    world = engine.worlds[wid]
+    world.minute = 17 * 60  # late afternoon, toward dusk and night
+    brightness, minutes = [], []
+    for _ in range(12):
+        brightness.append(_frame(engine, pid, n=16).mean())
+        minutes.append(world.minute)
+    world.minute = 17 * 60 + 50
+    start = world.minute
+    for _ in range(2):
+        engine.step({pid: frozenset()}, {pid: ws.FRAMES_PER_MINUTE})
+    assert world.minute == start + 2  # a minute every FRAMES_PER_MINUTE world frames
+    # 17:00 -> about 17:19 (12 x 16 frames): the evening light comes on gradually
+    assert minutes[-1] > minutes[0]
+    assert brightness[-1] < brightness[0]
+    steps = np.abs(np.diff(brightness))
+    assert steps.max() < 0.5 * (brightness[0] - brightness[-1]) + 1e-6  # no jump
+
+
+def test_night_falls_sets_the_night_and_the_frame_darkens(engine, clear_world):
+    wid, pid = clear_world
+    day = _frame(engine, pid)
+    engine.apply_event(wid, "night falls")
+    assert engine.describe(wid)["time"] == "night"
+    assert _frame(engine, pid).mean() < 0.7 * day.mean()
+
+
+def test_a_prompt_mixing_two_biomes_conditions_the_terrain_on_both(engine):
+    wid = engine.create_world(prompt="a steamy jungle running down to a sandy beach", seed=21)
+    world = engine.worlds[wid]
+    assert set(engine.describe(wid)["biomes"]) == {"jungle", "beach"}
+    mix = world.biome_probs[[ws.BIOMES.index("jungle"), ws.BIOMES.index("beach")]]
+    assert mix.min() >= 0.35 and abs(mix.sum() - 1) < 1e-6  # as the generator was trained
+    assert engine.describe(engine.create_world(prompt="a quiet desert", seed=2))["biomes"] == [
+        "desert"
+    ]
+    engine.drop_world(wid)
+
+
+def test_text_naming_nothing_the_model_can_do_is_unsupported(engine, clear_world):
+    wid, _ = clear_world
+    before = engine.snapshot(wid)
+    with pytest.raises(UnsupportedEvent):
+        engine.apply_event(wid, "a sword hangs on the wall")
+    assert engine.snapshot(wid) == before
+
+
+def test_sprites_have_hard_edges(engine, clear_world):
+    wid, pid = clear_world
+    alone = _frame(engine, pid)
+    other = engine.add_player(wid)
+    a, b = engine.worlds[wid].players
+    together = engine.step({pid: frozenset(), other: frozenset()}, {pid: 1, other: 1})[pid][-1]
+    sx = b.x - a.x + ws.FRAME // 2 - ws.SPRITE // 2
+    sy = b.y - a.y + ws.FRAME // 2 - ws.SPRITE // 2
+    box = (slice(sy, sy + ws.SPRITE), slice(sx, sx + ws.SPRITE))
+    changed = np.abs(together[box].astype(int) - alone[box].astype(int)).sum(-1) > 0
+    # the avatar covers part of its box; the rest is the ground exactly, with no halo
+    assert 0.3 < changed.mean() < 0.95
+    alpha = engine.model.renderer.tables()[1][..., 3]
+    assert set(np.unique(alpha.numpy()).tolist()) <= {0.0, 1.0}
+
+
+def test_eight_players_wear_eight_different_colours():
+    assert len(set(ws.AVATAR_RGB)) == 8
+    assert len({ws.avatar_hex(slot) for slot in range(8)}) == 8
+
+
+def test_with_the_terrain_thread_a_walking_step_makes_no_terrain(engine):
+    wid = engine.create_world(prompt="a wide open meadow", seed=77)
+    pid = engine.add_player(wid)
+    player = engine.worlds[wid].players[0]
+    late, held, moved, x0 = engine.late_chunks, engine.held_frames, engine.moved_frames, player.x
+    engine.start_terrain()
+    try:
+        for _ in range(96):  # four seconds of walking at 24 steps a second
+            engine.step({pid: frozenset("d")}, {pid: 1})
+            time.sleep(1 / 24)
+        assert engine.grow_in_step is False
+    finally:
+        engine.stop_terrain()
+        engine.drop_world(wid)
+    assert engine.grow_in_step is True  # stopped: steps make their terrain again
+    assert engine.late_chunks == late  # not one chunk made on the frame path
+    moved, held = engine.moved_frames - moved, engine.held_frames - held
+    assert moved > 0 and player.x > x0
+    assert held <= 0.1 * moved  # the thread keeps ahead of a walking player
+
+
+def test_a_player_is_held_at_the_edge_of_a_chunk_not_made_yet(engine):
+    wid = engine.create_world(prompt="a wide open meadow", seed=78)
+    pid = engine.add_player(wid)
+    world, player = engine.worlds[wid], engine.worlds[wid].players[0]
+    engine.grow_in_step = False  # as with the terrain thread, but no thread: nothing grows
+    held, late = engine.held_frames, engine.late_chunks
+    try:
+        for _ in range(20):
+            frame = engine.step({pid: frozenset("d")}, {pid: 16})[pid][-1]
+        assert engine.held_frames > held and engine.late_chunks == late
+        assert engine._view_ready(world, player.x, player.y)
+        x_held = player.x
+        region = world.region(
+            (player.x - ws.FRAME // 2) // ws.TILE - 1,
+            (player.y - ws.FRAME // 2) // ws.TILE - 1,
+            ws.WINDOW,
+            ws.WINDOW,
+        )
+        assert (region != ws.UNKNOWN_TOKEN).all() and frame.std() > 0  # never shows a hole
+        while engine.grow_ahead(max_rounds=4):  # the late chunks arrive: no more holding
+            pass
+        held = engine.held_frames
+        engine.step({pid: frozenset("d")}, {pid: 4})
+        assert engine.held_frames == held and engine.late_chunks == late
+        assert player.x >= x_held
+    finally:
+        engine.grow_in_step = True
+        engine.drop_world(wid)
