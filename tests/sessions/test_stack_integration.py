@@ -95,7 +95,8 @@ def _mean_diff(a: bytes, b: bytes) -> float:
 async def test_play_watch_and_survive_a_killed_worker_over_real_websockets(stack):
     port, placement = stack["port"], stack["placement"]
     user = await _sync(make_user, "stack-player")
-    world = await _sync(make_world, creator=user)
+    # clear weather: standing still, only creatures change the frame (falling snow would too)
+    world = await _sync(make_world, creator=user, prompt="a pine forest on a clear sunny day")
     token = await _sync(lambda: Token.objects.create(user=user).key)
     cookie = await _sync(_session_cookie, user)
 
