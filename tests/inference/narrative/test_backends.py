@@ -28,6 +28,11 @@ def test_the_config_defaults_to_the_embedded_models():
     )
 
 
+def test_the_embedded_models_take_eight_generations_at_once_unless_told_otherwise():
+    assert NarrativeConfig.from_env({}).concurrency == 8
+    assert NarrativeConfig.from_env({"NARRATIVE_LM_CONCURRENCY": "1"}).concurrency == 1
+
+
 def test_the_config_reads_an_openai_endpoint_and_keeps_its_key_out_of_repr():
     env = {"NARRATIVE_LM": "openai", "NARRATIVE_LM_URL": "http://gpu:8000/v1/",
            "NARRATIVE_LM_MODEL": "big", "NARRATIVE_LM_KEY": "sekrit"}  # fmt: skip
@@ -45,6 +50,7 @@ def test_the_config_reads_an_openai_endpoint_and_keeps_its_key_out_of_repr():
         {"NARRATIVE_LM": "openai"},  # no URL
         {"NARRATIVE_STORY_MODEL": "llama70b"},
         {"NARRATIVE_LM_THREADS": "0"},
+        {"NARRATIVE_LM_CONCURRENCY": "-2"},
         {"NARRATIVE_LM_TIMEOUT_S": "soon"},
     ],
 )

@@ -194,3 +194,39 @@ def test_the_openai_backend_replies_from_a_real_server(served):
     )
     assert answer.backend in ("openai:smollm2", GRAMMAR)
     assert answer.reply.text
+
+
+def test_the_config_sets_how_many_jobs_the_worker_runs_at_once():
+    from inference.narrative.backends import NarrativeConfig
+
+    assert Narrator.from_config(NarrativeConfig.from_env({})).concurrency == 8
+    off = NarrativeConfig.from_env({"NARRATIVE_LM": "off", "NARRATIVE_LM_CONCURRENCY": "8"})
+    assert Narrator.from_config(off).concurrency == 1  # the grammar answers at once anyway
+
+
+def test_characters_answering_at_once_each_answer_their_own_player(narrator):
+    from inference.narrative.runner import GenerationRunner
+
+    cards = [
+        dict(TOM),
+        {"name": "Marigold", "persona": "A cheerful village baker who loves cinnamon buns.",
+         "greeting": "Fresh bread, warm from the oven!", "examples": []},
+        {"name": "Zephyr", "persona": "A grand, boastful sky wizard who talks about storms.",
+         "greeting": "Behold! The winds obey me.", "examples": []},
+    ]  # fmt: skip
+
+    def job(card):
+        character = engine.character_start(card)
+        return lambda deadline: narrator.reply(character, BEACH, "Who are you?", 1, deadline)
+
+    runner = GenerationRunner(concurrency=len(cards))
+    try:
+        futures = [runner.submit(card["name"], job(card), timeout_s=30) for card in cards]
+        answers = [future.result(60) for future in futures]
+    finally:
+        runner.close()
+    for card, answer in zip(cards, answers, strict=True):
+        assert answer.backend == "embedded:smollm2"
+        assert answer.reply.text.strip()
+        assert answer.state.name == card["name"]
+        assert answer.state.memory[-1][1] == answer.reply.text  # the turn it remembers

@@ -1,4 +1,5 @@
-"""The generation runner: one thread, sessions in turn, a bounded queue, deadlines."""
+"""The generation runner: a few threads, never two jobs of a session at once, sessions in
+turn, a bounded queue, deadlines."""
 
 import threading
 import time
@@ -90,3 +91,70 @@ def test_dropping_a_session_cancels_its_waiting_jobs_only(runner):
     assert mine.cancelled()
     assert theirs.result(10) == "b"
     assert runner.waiting() == 0
+
+
+def test_it_runs_several_sessions_at_once_but_never_two_jobs_of_one_session():
+    runner = GenerationRunner(per_session=3, max_jobs=10, concurrency=3)
+    lock = threading.Lock()
+    running: dict[str, int] = {}
+    most = {"all": 0, "per_session": 0}
+    started = {name: threading.Event() for name in ("a1", "a2", "b1", "c1")}
+    gate = threading.Event()
+
+    def job(session, name):
+        def run(deadline):
+            with lock:
+                running[session] = running.get(session, 0) + 1
+                most["all"] = max(most["all"], sum(running.values()))
+                most["per_session"] = max(most["per_session"], running[session])
+            started[name].set()
+            gate.wait(10)
+            with lock:
+                running[session] -= 1
+            return name
+
+        return run
+
+    futures = [runner.submit(s, job(s, n), timeout_s=10)
+               for s, n in [("a", "a1"), ("a", "a2"), ("b", "b1"), ("c", "c1")]]  # fmt: skip
+    try:
+        for name in ("a1", "b1", "c1"):  # three threads, three sessions: all at once
+            assert started[name].wait(10), name
+        assert not started["a2"].is_set()  # a's second job waits for its first
+        gate.set()
+        assert [f.result(10) for f in futures] == ["a1", "a2", "b1", "c1"]
+    finally:
+        gate.set()
+        runner.close()
+    assert most == {"all": 3, "per_session": 1}
+
+
+def test_a_job_failing_on_one_thread_leaves_the_others_running():
+    runner = GenerationRunner(concurrency=2)
+    gate = threading.Event()
+
+    def slow(deadline):
+        gate.wait(10)
+        return "done"
+
+    def boom(deadline):
+        raise RuntimeError("model crashed")
+
+    try:
+        slow_one = runner.submit("a", slow, timeout_s=10)
+        failed = runner.submit("b", boom, timeout_s=10)
+        with pytest.raises(RuntimeError):
+            failed.result(10)
+        after = runner.submit("b", lambda d: "fine", timeout_s=10)
+        assert after.result(10) == "fine"  # while a's job still holds the other thread
+        assert not slow_one.done()
+        gate.set()
+        assert slow_one.result(10) == "done"
+    finally:
+        gate.set()
+        runner.close()
+
+
+def test_concurrency_must_be_positive():
+    with pytest.raises(ValueError):
+        GenerationRunner(concurrency=0)

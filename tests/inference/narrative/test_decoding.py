@@ -1,0 +1,168 @@
+"""Continuous batching (decoding.py): streams from several threads on one decode loop, per
+sequence prefix reuse, sampling and stop strings, failures kept to their own stream. The model
+tests use the real embedded models (lm_support.py); the rest is numpy and text."""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from inference.narrative.backends import LMError, Sampling
+from inference.narrative.decoding import StreamText, sample
+
+GREEDY = Sampling(max_tokens=8, temperature=0.0, repeat_penalty=1.0, seed=1)
+SERIES = {  # a prompt, and the word its continuation must hold
+    "Monday, Tuesday, Wednesday, Thursday,": "Friday",
+    "January, February, March, April,": "May",
+    "one, two, three, four,": "five",
+    "red, orange, yellow, green,": "blue",
+    "Mercury, Venus, Earth,": "Mars",
+    "spring, summer, autumn,": "winter",
+}
+
+
+def complete_all(lm, prompts, sampling=GREEDY):
+    """Each prompt completed on a thread of its own, all at once: -> {prompt: text or error}."""
+    start = threading.Barrier(len(prompts))
+
+    def one(prompt):
+        start.wait(30)
+        try:
+            return "".join(lm.complete(prompt, sampling))
+        except LMError as exc:
+            return exc
+
+    with ThreadPoolExecutor(len(prompts)) as pool:
+        return dict(zip(prompts, pool.map(one, prompts), strict=True))
+
+
+# --- on the real model --------------------------------------------------------------------
+
+
+def test_streams_from_several_threads_each_get_their_own_whole_completion(gemma):
+    steps = gemma.decoder.steps
+    texts = complete_all(gemma, list(SERIES))
+    for prompt, word in SERIES.items():
+        assert word in texts[prompt], (prompt, texts[prompt])
+        others = [w for w in SERIES.values() if w != word]
+        assert not any(w in texts[prompt] for w in others), texts[prompt]
+    # Batched: far fewer decode steps than 6 streams of 8 tokens one after another would take.
+    assert gemma.decoder.steps - steps < len(SERIES) * GREEDY.max_tokens
+
+
+def test_a_second_turn_evaluates_only_what_is_new_even_after_other_prompts(smollm2):
+    decoder = smollm2.decoder
+    turn = [
+        {
+            "role": "system",
+            "content": "You are Quillon Vantablack, a lighthouse keeper who "
+            "counts ships and distrusts gulls.",
+        },  # fmt: skip
+        {"role": "user", "content": "Good evening. How was the sea today?"},
+    ]
+    before = decoder.evaluated
+    reply = "".join(smollm2.chat(turn, GREEDY))
+    first = decoder.evaluated - before
+    complete_all(smollm2, ["Another player says hello.", "A third one asks the way."])
+    turn += [{"role": "assistant", "content": reply}, {"role": "user", "content": "And gulls?"}]
+    before, reused = decoder.evaluated, decoder.reused
+    assert "".join(smollm2.chat(turn, GREEDY)).strip()
+    second = decoder.evaluated - before
+    assert 0 < second < first  # the new turn only, not the card and the first turn again
+    assert decoder.reused - reused >= first - 2
+
+
+def test_stop_strings_and_max_tokens_hold_per_sequence(gemma):
+    days = "Monday, Tuesday, Wednesday, Thursday,"
+    long = Sampling(max_tokens=12, temperature=0.0, repeat_penalty=1.0)
+    cases = {
+        "stop": (days, Sampling(**{**long.__dict__, "stop": ("Friday",)})),
+        "short": (days, Sampling(**{**long.__dict__, "max_tokens": 3})),
+        "long": (days, long),
+    }
+
+    def one(case):
+        prompt, sampling = cases[case]
+        return case, "".join(gemma.complete(prompt, sampling))
+
+    with ThreadPoolExecutor(3) as pool:
+        texts = dict(pool.map(one, cases))
+    assert "Friday" in texts["long"]
+    assert "Friday" not in texts["stop"]
+    assert texts["long"].startswith(texts["stop"])  # cut where the stop string began
+    assert texts["long"].startswith(texts["short"]) and len(texts["short"]) < len(texts["long"])
+
+
+def test_a_prompt_that_fails_fails_alone(gemma):
+    too_long = "word " * 2000  # more tokens than a sequence holds
+    prompts = [too_long, *list(SERIES)[:3]]
+    texts = complete_all(gemma, prompts)
+    assert isinstance(texts[too_long], LMError)
+    for prompt in prompts[1:]:
+        assert SERIES[prompt] in texts[prompt]
+
+
+def test_a_reader_that_stops_early_frees_its_sequence_for_the_others(smollm2):
+    endless = Sampling(max_tokens=200, temperature=0.8, seed=3)
+    streams = [smollm2.complete(f"Story number {i}: once upon a time", endless) for i in range(8)]
+    for stream in streams:
+        next(stream)
+        stream.close()  # as read_stream does at a deadline
+    # Every sequence was taken by an abandoned stream; new ones still get seats and finish.
+    texts = complete_all(smollm2, list(SERIES)[:2])
+    assert all(isinstance(text, str) and text.strip() for text in texts.values())
+
+
+# --- sampling and text, without a model ---------------------------------------------------
+
+
+def test_temperature_zero_takes_the_most_likely_token():
+    logits = np.array([0.1, 2.0, 1.5, -1.0], dtype=np.float32)
+    rng = np.random.default_rng(0)
+    assert sample(logits, [], Sampling(temperature=0.0, repeat_penalty=1.0), rng) == 1
+
+
+def test_the_repetition_penalty_turns_away_from_a_token_just_generated():
+    logits = np.array([0.0, 2.0, 1.9, 0.0], dtype=np.float32)
+    greedy = Sampling(temperature=0.0, repeat_penalty=1.25)
+    rng = np.random.default_rng(0)
+    assert sample(logits, [1], greedy, rng) == 2
+    assert logits[1] == pytest.approx(2.0)  # the model's own buffer is left alone
+
+
+def test_top_p_and_min_p_keep_unlikely_tokens_out():
+    logits = np.array([5.0, 4.9, -3.0, -3.0, -3.0], dtype=np.float32)
+    rng = np.random.default_rng(0)
+    picked = {sample(logits, [], Sampling(temperature=1.5, top_p=0.9), rng) for _ in range(200)}
+    assert picked == {0, 1}
+
+
+def test_a_seed_makes_sampling_repeatable():
+    logits = np.random.default_rng(1).normal(size=1000).astype(np.float32)
+    s = Sampling(temperature=1.0, top_p=1.0)
+
+    def draws(seed):
+        rng = np.random.default_rng(seed)
+        return [sample(logits, [], s, rng) for _ in range(20)]
+
+    assert draws(7) == draws(7)
+    assert draws(7) != draws(8)
+
+
+def test_text_that_may_begin_a_stop_string_waits_until_it_cannot():
+    text = StreamText(("\n\n", "Traveller:"))
+    assert text.add(b"Hello there") == "Hello there"
+    assert text.add(b". Trav") == ". "  # "Trav" may begin "Traveller:"
+    assert text.add(b"el far.") == "Travel far."
+    assert text.add(b"\n") == ""
+    assert text.add(b"\nTraveller: hi") == ""
+    assert text.stopped and text.flush() == ""
+
+
+def test_a_character_split_over_two_tokens_goes_out_whole():
+    text = StreamText(())
+    snowman = "☃".encode()
+    assert text.add(b"a " + snowman[:2]) == "a "
+    assert text.add(snowman[2:] + b"!") == "☃!"
+    assert text.flush() == ""
