@@ -4,14 +4,18 @@ in one run.
 
     .venv/bin/python bench/narrative.py [--seconds 20] [--backend embedded|openai|off]
 
-Part 1 drives the narrator through the worker's own generation runner (one thread, sessions in
-turn), each session asking for its next pair (or reply) as soon as the last one came back.
+Part 1 drives the narrator through the worker's own generation runner (``NARRATIVE_LM_CONCURRENCY``
+jobs at once, never two of a session), each session asking for its next pair (or reply) as soon
+as the last one came back; for replies also the time to the model's first piece.
 Part 2 runs a real InferenceWorker in this process (in-memory channel layer and placement,
 the shipped world model) with 8 character sessions, each player holding a key: N seconds
 without chat, N seconds in which every player says a line, waits for the whole reply and says
 the next, then N seconds without chat again; per player the frame rate of each window and the
-replies completed while chatting. If the worker's run() ends mid-run the bench exits with its
-exception instead of waiting; a stop that hangs is reported and cut short.
+replies completed while chatting, with the first partial line and the whole reply p50/p99. The
+tables are printed before the worker is stopped. If the worker's run() ends mid-run the bench
+exits with its exception instead of waiting; a stop that hangs is reported and cut short; a
+stage that makes no progress within its bound (``Watchdog``) prints every thread's stack and
+every asyncio task's, and the bench exits with status 3.
 
 Part 1 prints a markdown table, part 2 one per player (as bench/play.py does). Not part of the
 test suite.
@@ -21,9 +25,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
+import os
 import statistics
 import sys
+import threading
 import time
 import uuid
 from concurrent.futures import wait
@@ -45,10 +52,46 @@ FPS = 24.0
 PLAYERS = 8
 
 
+class FirstPiece:
+    """Wraps a model to time, per thread, its first streamed piece that is not blank: the
+    runner runs each job on one thread, and the job streams on that thread."""
+
+    def __init__(self, lm) -> None:
+        self.lm = lm
+        self.name = lm.name
+        self._job = threading.local()
+
+    def __getattr__(self, name):  # load() and the rest, as the model has them
+        return getattr(self.lm, name)
+
+    def begin(self) -> None:
+        self._job.first = None
+
+    def first(self) -> float | None:
+        return getattr(self._job, "first", None)
+
+    def complete(self, prompt, sampling):
+        yield from self._timed(self.lm.complete(prompt, sampling))
+
+    def chat(self, messages, sampling, prefill=""):
+        yield from self._timed(self.lm.chat(messages, sampling, prefill=prefill))
+
+    def _timed(self, pieces):
+        for piece in pieces:
+            if getattr(self._job, "first", False) is None and piece.strip():  # after begin()
+                self._job.first = time.monotonic()
+            yield piece
+
+
 def throughput(narrator: Narrator, sessions: int, seconds: float, kind: str) -> dict:
-    """Each session keeps one job in flight; -> jobs/s, latency p50/p99, grammar share."""
-    runner = GenerationRunner(name="bench", per_session=2, max_jobs=64)
+    """Each session keeps one job in flight, on a runner as the worker makes it (the narrator's
+    concurrency); -> jobs/s, latency p50/p99, first piece p50/p99 (replies), grammar share."""
+    runner = GenerationRunner(
+        name="bench", per_session=2, max_jobs=64, concurrency=narrator.concurrency
+    )
+    timer = narrator.chat_lm if isinstance(narrator.chat_lm, FirstPiece) else None
     latencies: list[float] = []
+    firsts: list[float] = []
     grammar = 0
     states = {}
     for i in range(sessions):
@@ -60,13 +103,21 @@ def throughput(narrator: Narrator, sessions: int, seconds: float, kind: str) -> 
     in_flight = {}
     end = time.monotonic() + seconds
 
+    def reply(state, world, line, turn, deadline):
+        # -> (answer, when its first piece came); the line is said when the job starts, as
+        # the worker's runner starts it (a wait in the runner's queue counts in the latency).
+        if timer is not None:
+            timer.begin()
+        answer = narrator.reply(state, world, line, turn, deadline)
+        return answer, timer.first() if timer is not None else None
+
     def submit(i: int, turn: int):
         state, world = states[i]
         if kind == "pairs":
-            job = lambda d, s=state, w=world: narrator.offer(s, w, turn, d)  # noqa: E731
+            job = lambda d, s=state, w=world: (narrator.offer(s, w, turn, d), None)  # noqa: E731
         else:
             line = ORDINARY[turn % len(ORDINARY)]
-            job = lambda d, s=state, w=world: narrator.reply(s, w, line, turn, d)  # noqa: E731
+            job = lambda d, s=state, w=world: reply(s, w, line, turn, d)  # noqa: E731
         in_flight[i] = (runner.submit(str(i), job, timeout_s=30.0), time.monotonic(), turn)
 
     for i in range(sessions):
@@ -78,8 +129,10 @@ def throughput(narrator: Narrator, sessions: int, seconds: float, kind: str) -> 
             if not future.done():
                 continue
             del in_flight[i]
-            answer = future.result()
+            answer, first = future.result()
             latencies.append(time.monotonic() - started)
+            if first is not None:
+                firsts.append(first - started)
             done_jobs += 1
             grammar += answer.backend == "grammar"
             state = answer.state
@@ -92,25 +145,28 @@ def throughput(narrator: Narrator, sessions: int, seconds: float, kind: str) -> 
                 submit(i, turn + 1)
     elapsed = seconds + max(0.0, time.monotonic() - end)
     runner.close()
-    latencies.sort()
     return {
         "rate": done_jobs / elapsed,
-        "p50": statistics.median(latencies),
-        "p99": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "p50": percentile(latencies, 0.5),
+        "p99": percentile(latencies, 0.99),
+        "first_p50": percentile(firsts, 0.5),
+        "first_p99": percentile(firsts, 0.99),
         "grammar": grammar / max(1, done_jobs),
     }
 
 
 def print_throughput(narrator: Narrator, seconds: float) -> None:
-    print("\n| sessions | pairs/s | pair p50 | pair p99 | grammar | replies/s | reply p50 | "
-          "reply p99 | grammar |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(f"\nrunner: {narrator.concurrency} job(s) at once")
+    print("\n| sessions | pairs/s | pair p50 | pair p99 | grammar | replies/s | reply 1st piece "
+          "p50 | reply 1st piece p99 | reply p50 | reply p99 | grammar |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for n in (1, 4, 8):
         pairs = throughput(narrator, n, seconds, "pairs")
         replies = throughput(narrator, n, seconds, "replies")
         print(f"| {n} | {pairs['rate']:.2f} | {pairs['p50']:.2f} s | {pairs['p99']:.2f} s | "
-              f"{pairs['grammar']:.0%} | {replies['rate']:.2f} | {replies['p50']:.2f} s | "
-              f"{replies['p99']:.2f} s | {replies['grammar']:.0%} |", flush=True)  # fmt: skip
+              f"{pairs['grammar']:.0%} | {replies['rate']:.2f} | {replies['first_p50']:.2f} s | "
+              f"{replies['first_p99']:.2f} s | {replies['p50']:.2f} s | {replies['p99']:.2f} s | "
+              f"{replies['grammar']:.0%} |", flush=True)  # fmt: skip
 
 
 # --- part 2: frames of 8 live players, with and without chat --------------------------------
@@ -118,6 +174,73 @@ def print_throughput(narrator: Narrator, seconds: float) -> None:
 START_S = 240.0  # every world built and live (8 builds queue on one engine thread)
 WARM_S = 10.0  # the first chunks grown, buffers full
 STOP_S = 30.0  # a graceful stop; past it the worker's task is cancelled
+SLACK_S = 60.0  # how far past its own bound a stage may run before the watchdog ends the bench
+
+
+class Watchdog:
+    """Ends a run that stops making progress. Each stage says how long it may take
+    (``expect``); past that and ``SLACK_S`` more, the watchdog's thread prints what every thread
+    and every asyncio task of the loop is waiting on and exits the process with status 3. (Runs
+    on the loaded machine sat for good with the event loop idle in select, unexplained: the
+    next one that does says where.)"""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._stage, self._deadline = "starting", float("inf")
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="bench-watchdog", daemon=True)
+        self._thread.start()
+
+    def expect(self, stage: str, within_s: float) -> None:
+        with self._lock:
+            self._stage, self._deadline = stage, time.monotonic() + within_s + SLACK_S
+        print(f"[bench] {stage} (at most {within_s:.0f} s)", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        self._done.set()
+
+    def _watch(self) -> None:
+        while not self._done.wait(1.0):
+            with self._lock:
+                stage, late = self._stage, time.monotonic() > self._deadline
+            if late:
+                self._dump(stage)
+                os._exit(3)
+
+    def _dump(self, stage: str) -> None:
+        print(f"\n[bench] STALLED in {stage!r}: every thread, then every asyncio task",
+              file=sys.stderr, flush=True)  # fmt: skip
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        if self.loop is not None:
+            for task in list(asyncio.all_tasks(self.loop)):  # read from this thread: a sketch
+                print(f"--- {task.get_name()}: {task!r}", file=sys.stderr)
+                task.print_stack(limit=8, file=sys.stderr)
+        sys.stderr.flush()
+
+
+def run_bounded(main, watchdog: Watchdog):
+    """asyncio.run(main), with a bounded end: asyncio.run waits without a bound for the default
+    executor's threads (Python 3.11), so one thread stuck in a worker's ``to_thread`` call would
+    hold the bench after its last table. -> main's result, and the names of threads left."""
+    loop = asyncio.new_event_loop()
+    watchdog.loop = loop
+    try:
+        result = loop.run_until_complete(main)
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.wait(pending, timeout=STOP_S))
+        watchdog.expect("shutting down the default executor", STOP_S)
+        try:
+            loop.run_until_complete(asyncio.wait_for(loop.shutdown_default_executor(), STOP_S))
+        except TimeoutError:
+            pass
+    finally:
+        loop.close()
+    left = [t.name for t in threading.enumerate() if t.name.startswith("asyncio_")]
+    return result, left
 
 
 class WorkerDied(RuntimeError):
@@ -266,10 +389,11 @@ async def stop_worker(worker, task: asyncio.Task) -> None:
         raise RuntimeError(f"the worker's run() did not end within {STOP_S:.0f} s of cancelling")
 
 
-async def live_players(narrator: Narrator, seconds: float) -> dict:
+async def live_players(narrator: Narrator, seconds: float, watchdog: Watchdog, report) -> dict:
     """A real worker in this process (in-memory layer and placement, the shipped world model)
     with 8 character sessions, every player walking: quiet, chatting, quiet again (a drift of
-    the shared machine shows as two quiet rows apart)."""
+    the shared machine shows as two quiet rows apart). ``report(result)`` is called before the
+    worker is stopped."""
     from channels.layers import InMemoryChannelLayer
 
     from inference.serving.placement import InMemoryPlacement
@@ -287,6 +411,7 @@ async def live_players(narrator: Narrator, seconds: float) -> dict:
     ]
     listeners: list[asyncio.Task] = []
     try:
+        watchdog.expect("loading the world model", 120)
         await while_alive(worker.wait_ready(120), [task])
         for player in players:
             player.channel = await layer.new_channel()
@@ -295,27 +420,35 @@ async def live_players(narrator: Narrator, seconds: float) -> dict:
             listener = listen(layer, worker, player)
             listeners.append(asyncio.create_task(listener, name=f"listener {player.index}"))
         watched = [task, *listeners]
+        watchdog.expect(f"building {PLAYERS} worlds", START_S)
         await all_live(layer, worker, placement, players, watched)
         for player in players:  # every player walks, so the canvas keeps growing
             keys = ("d",) if player.index % 2 else ("s",)
             message = m.Input(session_id=player.session_id, seq=1, keys=keys)
             await layer.send(m.worker_channel(worker.name), message.to_message())
+        watchdog.expect("warming up", WARM_S)
         warm = await phase(WARM_S, players, watched)
         if not all(warm):
             silent = [p.index for p, fps in zip(players, warm, strict=True) if not fps]
             raise RuntimeError(f"players {silent} got no frames in {WARM_S:.0f} s of warm-up "
                                f"(listening on {frame_groups('<id>')})")  # fmt: skip
+        watchdog.expect("measuring without chat", seconds)
         before = await phase(seconds, players, watched)
+        watchdog.expect("measuring while chatting", seconds)
         chatting = await phase(seconds, players, watched, chat_with=(layer, worker))
+        watchdog.expect("measuring without chat again", seconds)
         after = await phase(seconds, players, watched)
+        result = {"players": players, "before": before, "chatting": chatting, "after": after}
+        report(result)
     finally:
+        watchdog.expect("stopping the worker", 2 * STOP_S)
         for listener in listeners:
             listener.cancel()
         await asyncio.gather(*listeners, return_exceptions=True)
         await stop_worker(worker, task)
     if not task.cancelled() and task.exception() is not None:  # it failed while stopping
         raise WorkerDied(f"the worker's run() failed: {task.exception()!r}") from task.exception()
-    return {"players": players, "before": before, "chatting": chatting, "after": after}
+    return result
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -346,10 +479,12 @@ def print_frames(result: dict, seconds: float) -> None:
           f"{sum(len(p.errors) for p in players):>6}")  # fmt: skip
     firsts = [x for p in players for x in p.firsts]
     replies = [x for p in players for x in p.replies]
+    first_p50, first_p99 = percentile(firsts, 0.5), percentile(firsts, 0.99)
+    whole_p50, whole_p99 = percentile(replies, 0.5), percentile(replies, 0.99)
     print(f"replies completed while chatting: {len(replies)} ({len(replies) / seconds:.2f}/s; "
-          f"'whole': not streamed, the grammar's); first partial p50 "
-          f"{percentile(firsts, 0.5):.2f} s, whole reply p50 {percentile(replies, 0.5):.2f} s "
-          f"p99 {percentile(replies, 0.99):.2f} s")  # fmt: skip
+          f"'whole': not streamed, the grammar's); first partial line p50 {first_p50:.2f} s "
+          f"p99 {first_p99:.2f} s, whole reply p50 {whole_p50:.2f} s "
+          f"p99 {whole_p99:.2f} s")  # fmt: skip
     drop = 1 - ratio
     print(f"goal (median fps drop while chatting <= 10%): {drop:.1%}, "
           f"{'met' if drop <= 0.10 else 'NOT met'}")  # fmt: skip
@@ -367,13 +502,23 @@ def main() -> None:
     if args.backend:
         config = replace(config, backend=args.backend)
     narrator = Narrator.from_config(config)
+    if narrator.chat_lm is not None:
+        narrator.chat_lm = FirstPiece(narrator.chat_lm)  # part 1 times the replies' first piece
     narrator.warm_up()
     text_encoder.embed(["warm up"])
     print(f"narrator: {narrator.backends}; {args.seconds:.0f} s per cell")
     if not args.frames_only:
         print_throughput(narrator, args.seconds)
     if not args.skip_frames:
-        print_frames(asyncio.run(live_players(narrator, args.seconds)), args.seconds)
+        watchdog = Watchdog()
+        report = lambda result: print_frames(result, args.seconds)  # noqa: E731
+        _, left = run_bounded(live_players(narrator, args.seconds, watchdog, report), watchdog)
+        watchdog.stop()
+        if left:  # the tables are out; exiting would wait for these threads without a bound
+            print(f"warning: the worker left threads running after its stop: {left}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            sys.stdout.flush()
+            os._exit(4)
 
 
 if __name__ == "__main__":
