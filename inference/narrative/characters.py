@@ -93,9 +93,11 @@ def read_turn(line: str, world: dict) -> Turn:
 
 def messages(character: engine.Character, world: dict, line: str, turn: Turn) -> list[dict]:
     """The card and the world, the creator's lines as earlier turns, the remembered turns, the
-    line. What changes least comes first: llama.cpp's prompt cache (``PromptStates``) then
-    re-reads only the newest turns. A harmful ask or a granted wish needs no note here: the
-    reply is begun for the model (``begun_reply``)."""
+    line. What changes least comes first: the KV cells the decoder keeps per sequence
+    (``decoding.py``) then cover the card and the examples, and only the summary (which changes
+    with every turn once the memory is full) and the turns after it are read again. A harmful
+    ask or a granted wish needs no note here: the reply is begun for the model
+    (``begun_reply``)."""
     name = character.name
     examples = [character.greeting, *character.examples][: engine.MAX_EXAMPLES]
     card = [
@@ -107,13 +109,13 @@ def messages(character: engine.Character, world: dict, line: str, turn: Turn) ->
     more = examples[len(EXAMPLE_CUES) :]  # those beyond the example turns below
     if more:
         card.append(f"{name} also says: " + " ".join(f'"{e}"' for e in more))
-    if character.summary:
-        card.append(f"Earlier: {character.summary}")
     out = [{"role": "system", "content": " ".join(card)}]
     # The creator's lines as earlier turns: a 135M model copies a voice it has "spoken" before
     # better than one it was told about.
     for cue, example in zip(EXAMPLE_CUES, examples, strict=False):
         out += [{"role": "user", "content": cue}, {"role": "assistant", "content": example}]
+    if character.summary:
+        out.append({"role": "system", "content": f"Earlier: {character.summary}"})
     for speaker, text in character.memory:
         out.append({"role": "user" if speaker == "you" else "assistant", "content": text})
     out.append({"role": "user", "content": line})

@@ -71,8 +71,7 @@ class Request:
     out: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)  # text, then _END or error
     status: Status = Status.WAITING
     cancelled: bool = False  # its reader went away: the loop drops it at the next step
-    pending: list[int] = field(default_factory=list)  # to evaluate next: prompt rest, or the
-    # token sampled last
+    pending: list[int] = field(default_factory=list)  # to evaluate: prompt left, or last token
     generated: list[int] = field(default_factory=list)
     evaluated: int = 0  # prompt tokens it evaluated (the rest were in its slot already)
     text: StreamText | None = None
@@ -296,8 +295,9 @@ class BatchDecoder:
             request.out.put(exc if isinstance(exc, LMError) else LMError(str(exc)))
             return
         slot = self._choose(tokens)
-        keep = min(_common_prefix(slot.tokens, tokens), len(tokens) - 1)  # its last token is
-        # evaluated again when all of it is cached: its logits are what the first sample needs
+        # A prompt all in the cache still has its last token evaluated: the first sample needs
+        # its logits.
+        keep = min(_common_prefix(slot.tokens, tokens), len(tokens) - 1)
         memory, seq = self._memory, slot.seq_id
         if keep < len(slot.tokens) and not self._llama.llama_memory_seq_rm(memory, seq, keep, -1):
             keep = 0

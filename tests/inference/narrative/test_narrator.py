@@ -187,6 +187,20 @@ def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
     assert prompt[-1] == {"role": "user", "content": "how deep is the water?"}
 
 
+def test_a_summary_that_grows_every_turn_leaves_the_card_and_examples_first_unchanged():
+    # The decoder reuses a sequence's cells up to the first token that differs: the summary
+    # (new with every turn once the memory is full) must come after what stays put.
+    tom, prompts = engine.character_start(TOM), []
+    plain = characters.Turn(harmful=False, event=None, moot=False)
+    for i in range(engine.CHAT_RECENT_TURNS):
+        tom = engine.character_remember(tom, f"question {i}?", f"Answer {i}.")
+        prompts.append(characters.messages(tom, BEACH, "and then?", plain))
+    assert prompts[-1][0]["content"] == prompts[0][0]["content"]  # the card
+    assert prompts[-1][1:7] == prompts[0][1:7]  # the creator's lines
+    earlier = [m for m in prompts[-1] if m["content"].startswith("Earlier:")]
+    assert len(earlier) == 1 and "question 0?" in earlier[0]["content"]
+
+
 def test_the_openai_backend_replies_from_a_real_server(served):
     partials = []
     answer = Narrator(served, served).reply(
