@@ -316,12 +316,17 @@ class BatchDecoder:
         self.reused += keep
 
     def _choose(self, tokens: list[int]) -> Slot:
+        """The free slot whose cells this prompt goes on from (it shares at least MIN_SHARED
+        tokens and half of what the slot holds), the one sharing most; else the least recently
+        used. A slot holding most of another session's prompt is not taken for a few shared
+        tokens (two players of one character, a card in common): each would then evict the
+        other's cache turn after turn while other slots stood empty."""
         free = [slot for slot in self.slots if slot.request is None]
         shared = {slot.seq_id: _common_prefix(slot.tokens, tokens) for slot in free}
-        return max(
-            free,
-            key=lambda s: (shared[s.seq_id] if shared[s.seq_id] >= MIN_SHARED else 0, -s.used_at),
-        )
+        goes_on = [s for s in free if shared[s.seq_id] >= max(MIN_SHARED, (len(s.tokens) + 1) // 2)]
+        if goes_on:
+            return max(goes_on, key=lambda s: (shared[s.seq_id], -s.used_at))
+        return min(free, key=lambda s: s.used_at)
 
     def _drop_cancelled(self) -> None:
         for slot in self.slots:

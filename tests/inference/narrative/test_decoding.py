@@ -73,6 +73,26 @@ def test_a_second_turn_evaluates_only_what_is_new_even_after_other_prompts(smoll
     assert decoder.reused - reused >= first - 2
 
 
+def test_two_prompts_with_a_card_in_common_keep_a_sequence_each(smollm2):
+    decoder = smollm2.decoder
+    card = "You are Marigold, the cheerful village baker, who loves cinnamon and gossip. "
+    worlds = [
+        "Where you are: a snowy mountain pass at night, wolves howling far below the road. ",
+        "Where you are: a sunny beach at noon, gulls over the water and crabs in the sand. ",
+    ]
+    turns = ["The traveller says: hello.", "The traveller says: what do you sell?"]
+    costs = []
+    for turn in range(2):
+        for world in worlds:  # the two players speak in turn, as the runner serves them
+            before = decoder.evaluated
+            prompt = card + world + " ".join(turns[: turn + 1]) + " Marigold says:"
+            list(smollm2.complete(prompt, GREEDY))
+            costs.append(decoder.evaluated - before)
+    first_turns, second_turns = costs[:2], costs[2:]
+    # Each second turn goes on from its own first: neither took the other's sequence.
+    assert all(second < first / 2 for first, second in zip(first_turns, second_turns, strict=True))
+
+
 def test_stop_strings_and_max_tokens_hold_per_sequence(gemma):
     days = "Monday, Tuesday, Wednesday, Thursday,"
     long = Sampling(max_tokens=12, temperature=0.0, repeat_penalty=1.0)
