@@ -921,14 +921,15 @@ def view_share(engine, wid: str, labels: dict) -> float:
 
 
 def shared_view(engine, rng, worlds: int, frames: int = 96) -> float:
-    """B walks around near A; on A's frames where B is fully in view, B's avatar colour must be
-    at B's screen position."""
+    """B walks around near A; on A's frames where B is fully in view, B's avatar must be drawn
+    at B's screen position in B's colour as the frame's light shows it: at least 8 of the
+    pixels B's sprite covers (the simulator's frame of the same scene with and without B)
+    within 90 (sum over RGB) of the simulator's."""
     ok = total = 0
     for _ in range(worlds):
         wid = engine.create_world(prompt=_clear_prompt(rng), seed=_seed(rng))
         a, b = engine.add_player(wid), engine.add_player(wid)
         pa, pb = engine.worlds[wid].players
-        color = np.array(ws.AVATAR_RGB[pb.slot % ws.AVATAR_COLORS])
         keys_b = random_keys(rng)
         for i in range(frames // 4):
             if i % 3 == 0:
@@ -939,9 +940,16 @@ def shared_view(engine, rng, worlds: int, frames: int = 96) -> float:
                 continue
             if abs(sx - CENTRE) < ws.SPRITE and abs(sy - CENTRE) < ws.SPRITE:
                 continue  # B stands on A's own avatar, which is drawn on top
-            box = out[a][-1][sy : sy + ws.SPRITE, sx : sx + ws.SPRITE].reshape(-1, 3).astype(int)
-            near = np.abs(box - color).sum(1) < 90
-            ok += int(near.sum() >= 8)
+            scene = scene_of(engine, wid, a)
+            with_b = sim.render(scene)[0].astype(int)
+            kind = pb.slot % ws.AVATAR_COLORS
+            is_b = (scene.sprites[0] == (kind, sx, sy)).all(1)
+            scene.sprites[0][is_b] = -1
+            b_pixels = (sim.render(scene)[0].astype(int) != with_b).any(2)
+            if b_pixels.sum() < 8:
+                continue  # B hidden (under a creature drawn later, or not drawn at all)
+            got = out[a][-1].astype(int)[b_pixels]
+            ok += int((np.abs(got - with_b[b_pixels]).sum(1) < 90).sum() >= 8)
             total += 1
         engine.drop_world(wid)
     return 100.0 * ok / max(total, 1)

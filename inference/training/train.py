@@ -26,6 +26,7 @@ All parts train together, each on its own loss (their parameters are disjoint):
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import time
@@ -204,11 +205,42 @@ def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel,
     return ctx, spawn, probs, text, tokens, masked
 
 
-def classifier_batch(rng, batch: int, device) -> tuple:
-    # one biome per frame: a mixed world's frame has no single right answer
-    scene, biome = sim.random_scenes(rng, batch, sprite_prob=0.5, things=0.05, mixed=0.0)
+def classifier_batch(rng, batch: int, device, mixed: float = 0.0) -> tuple:
+    """-> (frames, scene, biome target): each biome's share of the frame's biome tiles (a
+    share ``mixed`` of the frames are of mixed worlds; one-hot on the others)."""
+    scene, _ = sim.random_scenes(rng, batch, sprite_prob=0.5, things=0.05, mixed=mixed)
     frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255).permute(0, 3, 1, 2)
-    return frames, scene, to_t(biome, device=device)
+    cells = cell_biomes(scene)
+    return frames, scene, torch.from_numpy(cells.sum((2, 3))[:, :-1]).to(device)
+
+
+def cell_biomes(scene: sim.Scene, cell: int = 16) -> np.ndarray:
+    """(B, n_biomes + 1, F / cell, F / cell) float32: the share of each 16x16 cell's pixels
+    showing each biome's tiles (the last: placed things), as the frame is cut from the window."""
+    b, f, n = len(scene.tokens), scene.frame, len(ws.BIOMES)
+    tokens = scene.tokens.astype(np.int64)
+    biome = np.where(tokens < ws.BIOME_TOKENS, tokens // len(ws.TILE_KINDS), n)
+    rows = (ws.TILE + scene.offset[:, 1, None] + np.arange(f)) // ws.TILE  # (B, F)
+    cols = (ws.TILE + scene.offset[:, 0, None] + np.arange(f)) // ws.TILE
+    pixels = biome[np.arange(b)[:, None, None], rows[:, :, None], cols[:, None, :]]  # (B, F, F)
+    onehot = np.eye(n + 1, dtype=np.float32)[pixels]  # (B, F, F, n + 1)
+    k = f // cell
+    return onehot.reshape(b, k, cell, k, cell, n + 1).mean((2, 4)).transpose(0, 3, 1, 2)
+
+
+def classifier_loss(classifier, frames, scene, device) -> torch.Tensor:
+    """Biome per cell (soft: a cell across a border is a share of each; things do not count),
+    atmosphere and time of day per frame."""
+    out, cells = classifier.with_cells(frames)
+    target = torch.from_numpy(cell_biomes(scene)).to(device)
+    weight = 1 - target[:, -1]  # (B, h, w): the cell's share of biome tiles
+    per_cell = -(target[:, :-1] * F.log_softmax(cells["biome"], 1)).sum(1)
+    time_label = to_t([ws.time_label(m) for m in scene.minute], device=device)
+    return (
+        (per_cell * weight).sum() / weight.sum().clamp(min=1)
+        + F.cross_entropy(out["weather"], to_t(scene.weather, device=device))
+        + F.cross_entropy(out["time"], time_label)
+    )
 
 
 def encoder_batch(rng, batch: int, device) -> tuple:
@@ -270,14 +302,8 @@ def losses(
             targets["biome"] = targets["biome"].to(device)
         out[kind] = sum(F.cross_entropy(logits[k], targets[k]) for k in logits)
     # evaluation classifier and codec encoder: simulator frames only
-    frames, scene, biome = classifier_batch(step_rng, cfg.batch_cls, device)
-    time_label = to_t([ws.time_label(m) for m in scene.minute], device=device)
-    logits = classifier(frames)
-    out["cls"] = (
-        F.cross_entropy(logits["biome"], biome)
-        + F.cross_entropy(logits["weather"], to_t(scene.weather, device=device))
-        + F.cross_entropy(logits["time"], time_label)
-    )
+    frames, scene, _ = classifier_batch(step_rng, cfg.batch_cls, device, mixed=0.3)
+    out["cls"] = classifier_loss(classifier, frames, scene, device)
     patches, ptokens, eframes, eweather, ehalf = encoder_batch(step_rng, cfg.batch_cls // 2, device)
     heads = model.encoder.frame(eframes)
     out["enc"] = (
@@ -306,7 +332,7 @@ def quick_eval(cfg, mcfg, model, classifier, prompts, device) -> dict[str, float
     ).float()
     frames, scene, biome = classifier_batch(rng, 128, device)
     logits = classifier(frames)
-    acc = (logits["biome"].argmax(1) == biome).float().mean().item()
+    acc = (logits["biome"].argmax(1) == biome.argmax(1)).float().mean().item()
     model.train()
     classifier.train()
     return {
@@ -392,10 +418,28 @@ def save_checkpoint(path: Path, model, classifier, opt, step, cfg, mcfg) -> None
     tmp.replace(path)  # atomic: an interrupted save never corrupts the last checkpoint
 
 
+def add_biome_names(model: WorldModel) -> int:
+    """Give the model its biome names: the training split of every biome's phrasings, embedded
+    (the engine matches a prompt's short phrases to them). -> how many."""
+    from inference.world import text as text_encoder
+
+    names, ids = [], []
+    for b, biome in enumerate(ws.BIOMES):
+        for noun in sim.phrasing.train_part(sim.phrasing.BIOME_NOUNS[biome]):
+            names.append(noun)
+            ids.append(b)
+    model.set_biome_prototypes(
+        torch.from_numpy(text_encoder.embed(names)), torch.tensor(ids, dtype=torch.long)
+    )
+    return len(names)
+
+
 def export(model, classifier, cfg, mcfg, history, steps) -> None:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    model.cpu().eval()
+    model = copy.deepcopy(model).cpu().eval()  # the training run (and its checkpoint) goes on
+    add_biome_names(model)
+    mcfg = model.cfg
     model.save(out / "world_model.safetensors", extra={"steps": str(steps)})
     save_classifier(classifier.cpu().eval(), out / "classifier.safetensors")
     (out / "config.json").write_text(
@@ -468,7 +512,7 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
     every light and atmosphere it needs more steps than the model does."""
     torch.set_num_threads(cfg.threads)
     path = Path(cfg.out) / "classifier.safetensors"
-    classifier = load_classifier(path).train()
+    classifier = load_classifier(path, strict=False).train()
     opt = torch.optim.AdamW(classifier.parameters(), lr=cfg.lr * 0.5, weight_decay=0.0)
     rng = np.random.default_rng(cfg.seed + 99)
     bar = tqdm(range(steps), desc="train classifier")
@@ -477,14 +521,8 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
             group["lr"] = (
                 cfg.lr * 0.5 * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps)))
             )
-        frames, scene, biome = classifier_batch(rng, cfg.batch_cls * 2, "cpu")
-        time_label = to_t([ws.time_label(m) for m in scene.minute])
-        logits = classifier(frames)
-        loss = (
-            F.cross_entropy(logits["biome"], biome)
-            + F.cross_entropy(logits["weather"], to_t(scene.weather))
-            + F.cross_entropy(logits["time"], time_label)
-        )
+        frames, scene, _ = classifier_batch(rng, cfg.batch_cls * 2, "cpu", mixed=0.3)
+        loss = classifier_loss(classifier, frames, scene, "cpu")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -494,7 +532,7 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
         frames, scene, biome = classifier_batch(np.random.default_rng(10_001), 256, "cpu")
         logits = classifier(frames)
         acc = {
-            "biome": (logits["biome"].argmax(1) == biome).float().mean().item(),
+            "biome": (logits["biome"].argmax(1) == biome.argmax(1)).float().mean().item(),
             "weather": (logits["weather"].argmax(1) == to_t(scene.weather)).float().mean().item(),
         }
     save_classifier(classifier, path)
@@ -528,12 +566,28 @@ def main(argv=None) -> None:
         metavar="STEPS",
         help="only run STEPS renderer-only steps on the exported weights",
     )
+    parser.add_argument(
+        "--biome-names",
+        action="store_true",
+        help="only (re)write the biome names prompts are matched to, on the exported weights",
+    )
     args = vars(parser.parse_args(argv))
+    names = args.pop("biome_names")
     resume = args.pop("resume")
     polish = args.pop("polish_renderer")
     classifier_steps = args.pop("train_classifier")
     cfg = TrainConfig(**{f.name: args[f.name] for f in fields(TrainConfig)})
     mcfg = ModelConfig(**{f.name: args[f.name] for f in fields(ModelConfig)})
+    if names:
+        path = Path(cfg.out) / "world_model.safetensors"
+        model = WorldModel.from_file(path)
+        n = add_biome_names(model)
+        meta = json.loads((Path(cfg.out) / "config.json").read_text())
+        meta["model"]["biome_protos"] = n
+        (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+        model.save(path, extra={"steps": str(meta.get("steps_done"))})
+        print(f"{n} biome names saved to {path}")
+        return
     if polish:
         polish_renderer(cfg, polish)
         return

@@ -52,6 +52,7 @@ class ModelConfig:
     gen_margin: int = 4  # tiles of neighbouring chunks the generator sees on each side
     gen_steps: int = 4  # MaskGIT iterations per chunk
     max_chunk: int = 16  # cap on frames per step call for one player
+    biome_protos: int = 0  # MiniLM embeddings of biome names the prompt's phrases are matched to
 
 
 class TextHeads(nn.Module):
@@ -107,8 +108,11 @@ class TerrainGenerator(nn.Module):
         return self.out(F.gelu(x))
 
     @torch.no_grad()
-    def sample(self, context, spawn, biome_probs, seeds: list[int], text=None) -> torch.Tensor:
-        """Fill the centre chunk of each window. context: (B, S, S) with the centre set to MASK.
+    def sample(
+        self, context, spawn, biome_probs, seeds: list[int], text=None, allowed=None
+    ) -> torch.Tensor:
+        """Fill the centre chunk of each window. context: (B, S, S) with the centre set to MASK;
+        allowed: (B, NUM_TOKENS, CHUNK, CHUNK) bool, the tokens each cell may take (None: any).
 
         Per-chunk seeded Gumbel noise makes the result independent of what else is batched.
         Returns the centre tokens (B, CHUNK, CHUNK).
@@ -128,6 +132,8 @@ class TerrainGenerator(nn.Module):
             masked = centre == ws.MASK_TOKEN  # (B, c, c)
             logits = self(tokens, spawn, biome_probs, text)[:, :, m : m + c, m : m + c]
             logits = torch.nan_to_num(logits.float(), nan=0.0).clamp(-50, 50)
+            if allowed is not None:
+                logits = logits.masked_fill(~allowed, -1e4)
             # quantise so batch-size dependent float noise cannot flip a draw
             logits = torch.round(logits * 1024) / 1024
             logp = F.log_softmax(logits, dim=1)
@@ -336,16 +342,24 @@ class TileEncoder(nn.Module):
         super().__init__()
         p = 3 * ws.TILE * ws.TILE
         self.patch = nn.Sequential(nn.Linear(p, 128), nn.GELU(), nn.Linear(128, ws.NUM_TOKENS))
-        self.frame = FrameClassifier(heads={"weather": len(ws.WEATHERS), "minute": LIGHT_STEPS})
+        self.frame = FrameClassifier(
+            heads={"weather": len(ws.WEATHERS), "minute": LIGHT_STEPS}, cells=()
+        )
 
     def patch_logits(self, patches: torch.Tensor) -> torch.Tensor:
         return self.patch(patches.flatten(1))  # (N, 3, 8, 8) -> (N, K)
 
 
 class FrameClassifier(nn.Module):
-    """Small CNN: frame (B, 3, F, F) in [0, 1] (any F divisible by 16) -> logits per head."""
+    """Small CNN: frame (B, 3, F, F) in [0, 1] (any F divisible by 16) -> logits per head.
 
-    def __init__(self, heads: dict[str, int] | None = None):
+    Heads in ``cells`` are also read per 16x16-pixel cell: the frame's pooled features (its
+    light, its atmosphere) plus what the cell itself shows (about four tiles round it); the
+    per-cell probabilities are averaged, so a frame's biome is what its tiles look like rather
+    than its layout, and a frame showing two biomes splits its belief by how much of each it
+    shows. Their "logits" are the log of that mean."""
+
+    def __init__(self, heads: dict[str, int] | None = None, cells: tuple[str, ...] = ("biome",)):
         super().__init__()
         heads = heads or {
             "biome": len(ws.BIOMES),
@@ -358,11 +372,23 @@ class FrameClassifier(nn.Module):
             layers += [nn.Conv2d(a, b, 3, stride=2, padding=1), nn.GELU()]
         self.body = nn.Sequential(*layers)
         self.heads = nn.ModuleDict({k: nn.Linear(2 * chans[-1], n) for k, n in heads.items()})
+        self.cells = nn.ModuleDict({k: nn.Conv2d(chans[-1], heads[k], 1) for k in cells})
+        for conv in self.cells.values():  # at first the frame's own answer in every cell
+            nn.init.zeros_(conv.weight)
+            nn.init.zeros_(conv.bias)
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        out, cells = self.with_cells(x)
+        for k, v in cells.items():
+            out[k] = torch.log(torch.softmax(v, 1).mean((2, 3)) + 1e-8)
+        return out
+
+    def with_cells(self, x: torch.Tensor) -> tuple[dict, dict]:
+        """-> (every head's frame logits (B, n), cell heads' logits (B, n, F / 16, F / 16))."""
         h = self.body(x * 2 - 1)  # (B, 64, F / 16, F / 16)
-        h = torch.cat([h.mean((2, 3)), h.amax((2, 3))], 1)
-        return {k: head(h) for k, head in self.heads.items()}
+        pooled = torch.cat([h.mean((2, 3)), h.amax((2, 3))], 1)
+        out = {k: head(pooled) for k, head in self.heads.items()}
+        return out, {k: conv(h) + out[k][:, :, None, None] for k, conv in self.cells.items()}
 
 
 class WorldModel(nn.Module):
@@ -375,6 +401,16 @@ class WorldModel(nn.Module):
         self.collision = CollisionHead()
         self.renderer = Renderer(cfg)
         self.encoder = TileEncoder()
+        # Names of each biome (training phrasings, embedded): a prompt's short phrases are
+        # matched to them by meaning beside what the prompt heads read off the whole sentence.
+        self.register_buffer("biome_proto_vecs", torch.zeros(cfg.biome_protos, cfg.text_dim))
+        self.register_buffer("biome_proto_ids", torch.zeros(cfg.biome_protos, dtype=torch.long))
+
+    def set_biome_prototypes(self, vecs: torch.Tensor, ids: torch.Tensor) -> None:
+        """(N, 384) unit embeddings of biome names and (N,) their biome indices."""
+        self.cfg.biome_protos = len(ids)
+        self.biome_proto_vecs = vecs.float().contiguous()
+        self.biome_proto_ids = ids.long().contiguous()
 
     @torch.no_grad()
     def solid_table(self) -> torch.Tensor:
@@ -394,7 +430,10 @@ class WorldModel(nn.Module):
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
         model = cls(ModelConfig(**json.loads(meta["config"])))
-        model.load_state_dict(load_file(str(path)))
+        state = load_file(str(path))
+        for key in ("biome_proto_vecs", "biome_proto_ids"):  # weights saved before biome names
+            state.setdefault(key, getattr(model, key))
+        model.load_state_dict(state)
         return model.eval()
 
 
@@ -402,7 +441,8 @@ def save_classifier(model: FrameClassifier, path: str | Path) -> None:
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))
 
 
-def load_classifier(path: str | Path) -> FrameClassifier:
+def load_classifier(path: str | Path, strict: bool = True) -> FrameClassifier:
+    """strict=False: start from a classifier of another layout (its matching parts)."""
     model = FrameClassifier()
-    model.load_state_dict(load_file(str(path)))
+    model.load_state_dict(load_file(str(path)), strict=strict)
     return model.eval()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 
 import numpy as np
@@ -15,6 +16,7 @@ _encode_lock = threading.Lock()
 _encoder = None
 _cache: dict[str, np.ndarray] = {}
 _CACHE_MAX = 4096
+MAX_PHRASE_WORDS = 48  # a prompt is at most a few sentences; past this its phrases are not read
 
 
 def load_encoder(device: str = "cpu"):
@@ -48,3 +50,12 @@ def embed(texts: list[str]) -> np.ndarray:
                 _cache.clear()  # another thread may clear it too: answer from `found`
             _cache.update((t, found[t]) for t in missing)
     return np.stack([found[t] for t in texts])
+
+
+def phrases(text: str, sizes=(2, 3, 4)) -> list[str]:
+    """Every run of `sizes` consecutive words (lower case), each once: the short phrases a
+    long prompt is made of, embedded one by one so one place named among many details still
+    stands out ("vine-choked tropics" in "...with seagulls, under the stars")."""
+    words = re.findall(r"[\w'-]+", text.lower())[:MAX_PHRASE_WORDS]
+    out = {" ".join(words[i : i + k]) for k in sizes for i in range(max(1, len(words) - k + 1))}
+    return sorted(out)

@@ -16,44 +16,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from inference.world import spec as ws
+from inference.world.noise import hash_grid, second_biome_at, unit, value_noise
 
-_U = np.uint64
 # Training draws world seeds below this; evaluation uses seeds at or above it.
 TRAIN_SEED_LIMIT = 2**30
-
-
-def _hash(*arrays) -> np.ndarray:
-    """Vectorised splitmix64 over broadcast integer arrays -> uint64 array."""
-    with np.errstate(over="ignore"):
-        h = np.full(np.broadcast(*arrays).shape, 0x9E3779B97F4A7C15, dtype=_U)
-        for a in arrays:
-            h ^= np.asarray(a).astype(np.int64).astype(_U)
-            h += _U(0x9E3779B97F4A7C15)
-            z = h
-            z = (z ^ (z >> _U(30))) * _U(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> _U(27))) * _U(0x94D049BB133111EB)
-            h = z ^ (z >> _U(31))
-    return h
-
-
-def _unit(h: np.ndarray) -> np.ndarray:
-    return (h >> _U(11)).astype(np.float64) / float(1 << 53)
-
-
-def _value_noise(seed, salt: int, x, y, scale) -> np.ndarray:
-    """Smooth lattice value noise in [0, 1) with lattice spacing `scale` tiles."""
-    fx, fy = x / scale, y / scale
-    x0, y0 = np.floor(fx), np.floor(fy)
-    ux, uy = fx - x0, fy - y0
-    ux, uy = ux * ux * (3 - 2 * ux), uy * uy * (3 - 2 * uy)
-    x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
-
-    def corner(dx, dy):
-        return _unit(_hash(seed, salt, x0 + dx, y0 + dy))
-
-    top = corner(0, 0) * (1 - ux) + corner(1, 0) * ux
-    bottom = corner(0, 1) * (1 - ux) + corner(1, 1) * ux
-    return top * (1 - uy) + bottom * uy
 
 
 # Per biome: water lattice scale, water threshold, obstacle threshold, obstacle density,
@@ -79,7 +45,6 @@ _BIOME_PARAMS = np.array(
     ]
 )
 assert len(_BIOME_PARAMS) == len(ws.BIOMES)
-MIX_SCALE = 14.0  # tiles: how large the patches of each biome are in a mixed world
 
 
 def terrain_tokens(seed, biome, tx, ty, biome2=-1, mix=0.0) -> np.ndarray:
@@ -88,16 +53,14 @@ def terrain_tokens(seed, biome, tx, ty, biome2=-1, mix=0.0) -> np.ndarray:
     tx, ty = np.asarray(tx, dtype=np.int64), np.asarray(ty, dtype=np.int64)
     biome = np.asarray(biome, dtype=np.int64)
     biome2 = np.asarray(biome2, dtype=np.int64)
-    second = (biome2 >= 0) & (
-        _value_noise(seed, 9, tx, ty, MIX_SCALE) < 0.15 + 0.7 * np.asarray(mix)
-    )
+    second = (biome2 >= 0) & second_biome_at(seed, tx, ty, mix)
     biome = np.where(second, biome2, biome)
     p = _BIOME_PARAMS[biome]  # (..., 5), per tile
-    water = _value_noise(seed, 1, tx, ty, p[..., 0]) > p[..., 1]
-    dense = _value_noise(seed, 2, tx, ty, 3.0) > p[..., 2]
-    sparse = _unit(_hash(seed, 4, tx, ty)) < p[..., 3]
+    water = value_noise(seed, 1, tx, ty, p[..., 0]) > p[..., 1]
+    dense = value_noise(seed, 2, tx, ty, 3.0) > p[..., 2]
+    sparse = unit(hash_grid(seed, 4, tx, ty)) < p[..., 3]
     obstacle = dense & sparse
-    variant = _value_noise(seed, 3, tx, ty, 4.0) > p[..., 4]
+    variant = value_noise(seed, 3, tx, ty, 4.0) > p[..., 4]
     kind = np.where(water, 3, np.where(obstacle, 2, np.where(variant, 1, 0)))
     kind = np.where(spawn_zone_mask(tx, ty) & (kind >= 2), 0, kind)
     return (biome * len(ws.TILE_KINDS) + kind).astype(np.int64)

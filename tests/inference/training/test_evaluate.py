@@ -165,3 +165,22 @@ def test_the_report_has_a_table_per_concept():
     assert "| forest | 50.0 | 2 | NO |" in text
     assert "desert" not in text  # never tried: no row
     assert "| thing: well | 100.0 | 1 | yes |" in text
+
+
+def test_the_judge_splits_its_belief_on_a_frame_showing_two_biomes():
+    judge = ev.Judge(ev.WEIGHTS_DIR / "classifier.safetensors")
+    rng = np.random.default_rng(4)
+    scene, _ = sim.random_scenes(rng, 1, sprite_prob=0.0, things=0.0, mixed=0.0)
+    scene.weather[:], scene.minute[:] = 0, 720
+    desert, snow = ws.BIOMES.index("desert"), ws.BIOMES.index("snow")
+    w = scene.tokens.shape[-1]
+    tx, ty = np.meshgrid(np.arange(w), np.arange(w))
+    left = sim.terrain_tokens(1, desert, tx, ty)
+    right = sim.terrain_tokens(1, snow, tx, ty)
+    scene.tokens[0] = np.where(tx < w // 2, left, right)
+    probs = judge(sim.render(scene))["biome"][0]
+    assert set(np.argsort(-probs)[:2]) == {desert, snow}
+    assert probs[[desert, snow]].min() >= 0.25
+    scene.tokens[0] = left  # and a frame of one biome is that biome alone
+    probs = judge(sim.render(scene))["biome"][0]
+    assert probs.argmax() == desert and probs[snow] < 0.1

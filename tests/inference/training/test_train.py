@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,10 @@ def test_training_resumes_from_its_checkpoint_and_exports_weights(tmp_path):
     training.train(cfg, mcfg, resume=True)
     assert torch.load(cfg.checkpoint, weights_only=False)["step"] == 3
     model = WorldModel.from_file(tmp_path / "weights" / "world_model.safetensors")
-    assert model.cfg == mcfg
+    # the exported model is the trained one plus the biome names prompts are matched to
+    assert model.cfg == replace(mcfg, biome_protos=len(model.biome_proto_ids))
+    assert model.cfg.biome_protos > len(ws.BIOMES)
+    assert set(model.biome_proto_ids.tolist()) == set(range(len(ws.BIOMES)))
 
 
 def test_a_smoke_run_exports_weights_that_serve_128_pixel_frames(tmp_path):

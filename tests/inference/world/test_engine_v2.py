@@ -90,6 +90,43 @@ def test_a_prompt_mixing_two_biomes_conditions_the_terrain_on_both(engine):
     engine.drop_world(wid)
 
 
+def _canvas_biomes(world) -> np.ndarray:
+    tokens = np.concatenate([c.ravel() for c in world.chunks.values()]).astype(int)
+    return np.bincount(tokens[tokens < ws.BIOME_TOKENS] // 4, minlength=len(ws.BIOMES))
+
+
+def test_a_mixed_world_grows_both_biomes_in_patches_and_a_single_one_only_its_own(engine):
+    wid = engine.create_world(prompt="a steamy jungle running down to a sandy beach", seed=21)
+    pid = engine.add_player(wid)
+    for _ in range(12):  # walk a few chunks into new land
+        engine.step({pid: frozenset("d")}, {pid: 16})
+    world = engine.worlds[wid]
+    counts = _canvas_biomes(world)
+    jungle, beach = counts[ws.BIOMES.index("jungle")], counts[ws.BIOMES.index("beach")]
+    assert jungle + beach == counts.sum()  # nothing of a third biome
+    assert min(jungle, beach) >= 0.15 * counts.sum()  # both, not a sprinkle of one
+    engine.drop_world(wid)
+    wid = engine.create_world(prompt="a quiet desert", seed=2)
+    counts = _canvas_biomes(engine.worlds[wid])
+    assert counts[ws.BIOMES.index("desert")] == counts.sum()
+    engine.drop_world(wid)
+
+
+@pytest.mark.parametrize(
+    "prompt, biomes",
+    [
+        # places named by phrases the prompt heads never trained on, among other details
+        ("transport me to the vine-choked tropics, where you might meet a rabbit", ["jungle"]),
+        ("a scorching dune sea late at night with seagulls overhead", ["desert"]),
+        ("an old lighthouse keeper's rocky coastline", ["beach"]),
+    ],
+)
+def test_a_place_is_read_from_its_own_phrase_among_other_details(engine, prompt, biomes):
+    wid = engine.create_world(prompt=prompt, seed=5)
+    assert engine.describe(wid)["biomes"] == biomes
+    engine.drop_world(wid)
+
+
 def test_text_naming_nothing_the_model_can_do_is_unsupported(engine, clear_world):
     wid, _ = clear_world
     before = engine.snapshot(wid)

@@ -53,7 +53,7 @@ DEMO_WORLDS = [
     (
         "The Last Caravan",
         "stories",
-        "a dry desert of sand and acacia trees with a dusty trade road at dawn",
+        "a dry desert of sand and acacia trees with a dusty trade road under the midday sun",
         "A merchant caravan, a stolen map, a long road.",
         {
             "story_opening": (
@@ -64,7 +64,7 @@ DEMO_WORLDS = [
     (
         "Winter Court",
         "stories",
-        "a frozen castle courtyard at night under falling snow and pale moonlight",
+        "a frozen castle courtyard deep in snow at dusk under falling snow",
         "Intrigue at the coldest court in the north.",
         {
             "story_opening": (
