@@ -122,7 +122,7 @@ def stack_env(args, layer: str) -> dict:
         database_url=args.database_url,
         redis_url=args.redis_url,
         CHANNEL_LAYER_BACKEND=LAYERS[layer],
-        LOG_LEVEL="WARNING",
+        LOG_LEVEL="INFO",  # the workers' stats lines (terrain held/moved) are INFO; to files
     )
 
 

@@ -372,10 +372,20 @@ class FrameClassifier(nn.Module):
             layers += [nn.Conv2d(a, b, 3, stride=2, padding=1), nn.GELU()]
         self.body = nn.Sequential(*layers)
         self.heads = nn.ModuleDict({k: nn.Linear(2 * chans[-1], n) for k, n in heads.items()})
-        self.cells = nn.ModuleDict({k: nn.Conv2d(chans[-1], heads[k], 1) for k in cells})
-        for conv in self.cells.values():  # at first the frame's own answer in every cell
-            nn.init.zeros_(conv.weight)
-            nn.init.zeros_(conv.bias)
+        # per cell: its own features beside the frame's mean (the light it is seen under)
+        self.cells = nn.ModuleDict(
+            {
+                k: nn.Sequential(
+                    nn.Conv2d(2 * chans[-1], chans[-1], 1),
+                    nn.GELU(),
+                    nn.Conv2d(chans[-1], heads[k], 1),
+                )
+                for k in cells
+            }
+        )
+        for cell in self.cells.values():  # at first the frame's own answer in every cell
+            nn.init.zeros_(cell[-1].weight)
+            nn.init.zeros_(cell[-1].bias)
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         out, cells = self.with_cells(x)
@@ -386,9 +396,11 @@ class FrameClassifier(nn.Module):
     def with_cells(self, x: torch.Tensor) -> tuple[dict, dict]:
         """-> (every head's frame logits (B, n), cell heads' logits (B, n, F / 16, F / 16))."""
         h = self.body(x * 2 - 1)  # (B, 64, F / 16, F / 16)
-        pooled = torch.cat([h.mean((2, 3)), h.amax((2, 3))], 1)
+        mean = h.mean((2, 3))
+        pooled = torch.cat([mean, h.amax((2, 3))], 1)
         out = {k: head(pooled) for k, head in self.heads.items()}
-        return out, {k: conv(h) + out[k][:, :, None, None] for k, conv in self.cells.items()}
+        seen = torch.cat([h, mean[:, :, None, None].expand_as(h)], 1)
+        return out, {k: cell(seen) + out[k][:, :, None, None] for k, cell in self.cells.items()}
 
 
 class WorldModel(nn.Module):
