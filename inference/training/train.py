@@ -206,12 +206,16 @@ def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel,
 
 
 def classifier_batch(rng, batch: int, device, mixed: float = 0.0) -> tuple:
-    """-> (frames, scene, biome target): each biome's share of the frame's biome tiles (a
-    share ``mixed`` of the frames are of mixed worlds; one-hot on the others)."""
+    """-> (frames, scene, cell_biomes of the scene as a tensor); a share ``mixed`` of the
+    frames are of mixed worlds."""
     scene, _ = sim.random_scenes(rng, batch, sprite_prob=0.5, things=0.05, mixed=mixed)
     frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255).permute(0, 3, 1, 2)
-    cells = cell_biomes(scene)
-    return frames, scene, torch.from_numpy(cells.sum((2, 3))[:, :-1]).to(device)
+    return frames, scene, torch.from_numpy(cell_biomes(scene)).to(device)
+
+
+def frame_biome(cells: torch.Tensor) -> torch.Tensor:
+    """cell_biomes (B, n_biomes + 1, h, w) -> (B,) the biome most of the frame shows."""
+    return cells[:, :-1].sum((2, 3)).argmax(1)
 
 
 def cell_biomes(scene: sim.Scene, cell: int = 16) -> np.ndarray:
@@ -228,11 +232,10 @@ def cell_biomes(scene: sim.Scene, cell: int = 16) -> np.ndarray:
     return onehot.reshape(b, k, cell, k, cell, n + 1).mean((2, 4)).transpose(0, 3, 1, 2)
 
 
-def classifier_loss(classifier, frames, scene, device) -> torch.Tensor:
-    """Biome per cell (soft: a cell across a border is a share of each; things do not count),
-    atmosphere and time of day per frame."""
+def classifier_loss(classifier, frames, scene, target, device) -> torch.Tensor:
+    """Biome per cell against `target` (cell_biomes: soft, a cell across a border is a share
+    of each; things do not count), atmosphere and time of day per frame."""
     out, cells = classifier.with_cells(frames)
-    target = torch.from_numpy(cell_biomes(scene)).to(device)
     weight = 1 - target[:, -1]  # (B, h, w): the cell's share of biome tiles
     per_cell = -(target[:, :-1] * F.log_softmax(cells["biome"], 1)).sum(1)
     time_label = to_t([ws.time_label(m) for m in scene.minute], device=device)
@@ -302,8 +305,8 @@ def losses(
             targets["biome"] = targets["biome"].to(device)
         out[kind] = sum(F.cross_entropy(logits[k], targets[k]) for k in logits)
     # evaluation classifier and codec encoder: simulator frames only
-    frames, scene, _ = classifier_batch(step_rng, cfg.batch_cls, device, mixed=0.3)
-    out["cls"] = classifier_loss(classifier, frames, scene, device)
+    frames, scene, cells = classifier_batch(step_rng, cfg.batch_cls, device, mixed=0.3)
+    out["cls"] = classifier_loss(classifier, frames, scene, cells, device)
     patches, ptokens, eframes, eweather, ehalf = encoder_batch(step_rng, cfg.batch_cls // 2, device)
     heads = model.encoder.frame(eframes)
     out["enc"] = (
@@ -330,9 +333,9 @@ def quick_eval(cfg, mcfg, model, classifier, prompts, device) -> dict[str, float
     gen_acc = (
         model.generator(ctx, spawn, probs, gtext).argmax(1)[masked] == tokens[masked]
     ).float()
-    frames, scene, biome = classifier_batch(rng, 128, device)
+    frames, scene, cells = classifier_batch(rng, 128, device)
     logits = classifier(frames)
-    acc = (logits["biome"].argmax(1) == biome.argmax(1)).float().mean().item()
+    acc = (logits["biome"].argmax(1) == frame_biome(cells)).float().mean().item()
     model.train()
     classifier.train()
     return {
@@ -521,18 +524,18 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
             group["lr"] = (
                 cfg.lr * 0.5 * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps)))
             )
-        frames, scene, _ = classifier_batch(rng, cfg.batch_cls * 2, "cpu", mixed=0.3)
-        loss = classifier_loss(classifier, frames, scene, "cpu")
+        frames, scene, cells = classifier_batch(rng, cfg.batch_cls * 2, "cpu", mixed=0.3)
+        loss = classifier_loss(classifier, frames, scene, cells, "cpu")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         bar.set_postfix(cls=f"{loss.item():.3f}")
     classifier.eval()
     with torch.no_grad():
-        frames, scene, biome = classifier_batch(np.random.default_rng(10_001), 256, "cpu")
+        frames, scene, cells = classifier_batch(np.random.default_rng(10_001), 256, "cpu")
         logits = classifier(frames)
         acc = {
-            "biome": (logits["biome"].argmax(1) == biome.argmax(1)).float().mean().item(),
+            "biome": (logits["biome"].argmax(1) == frame_biome(cells)).float().mean().item(),
             "weather": (logits["weather"].argmax(1) == to_t(scene.weather)).float().mean().item(),
         }
     save_classifier(classifier, path)
