@@ -30,6 +30,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -76,6 +77,23 @@ class Request:
     evaluated: int = 0  # prompt tokens it evaluated (the rest were in its slot already)
     text: StreamText | None = None
     rng: np.random.Generator | None = None
+    queued_at: float = field(default_factory=time.monotonic)
+    stats: RequestStats | None = None  # filled in as it runs; kept in ``finished`` after
+
+
+@dataclass
+class RequestStats:
+    """Where one request's time and tokens went (``BatchDecoder.finished`` keeps the last
+    ones): what the bench reads to say what a reply costs."""
+
+    seq_id: int = -1  # the sequence (slot) it ran in
+    prompt: int = 0  # tokens of its prompt
+    reused: int = 0  # of them, found in its slot's KV cells
+    evaluated: int = 0  # of them, evaluated for it (prompt - reused)
+    generated: int = 0  # tokens sampled
+    waited_s: float = 0.0  # in the queue, no slot yet
+    prefill_s: float = 0.0  # seated until its first token was sampled
+    decode_s: float = 0.0  # first token sampled until the end
 
 
 @dataclass(eq=False)
@@ -155,6 +173,18 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
+def _folds(slot: Slot, tokens: list[int], n: int = 8) -> bool:
+    """Whether `tokens` is the slot's conversation with its middle folded: a character whose
+    memory folded into its summary (``engine.character_remember``) shares only its card with
+    its own sequence, as a second player of the character shares it with the first one's, but
+    the turns the fold kept whole are in its own sequence further on. True when MIN_SHARED of
+    the prompt's runs of `n` tokens past the shared card are in the slot past it too."""
+    start = _common_prefix(slot.tokens, tokens)
+    held = {tuple(slot.tokens[i : i + n]) for i in range(start, len(slot.tokens) - n + 1)}
+    runs = (tuple(tokens[i : i + n]) for i in range(start, len(tokens) - n + 1))
+    return sum(run in held for run in runs) >= MIN_SHARED
+
+
 def _common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
@@ -209,7 +239,10 @@ class BatchDecoder:
         self._clock = itertools.count(1)
         self.evaluated = 0  # prompt tokens evaluated, all requests together
         self.reused = 0  # prompt tokens found in a slot's cache instead
+        self.generated = 0  # tokens sampled, all requests together
         self.steps = 0
+        self.step_s = 0.0  # time spent in llama_decode and sampling, all steps together
+        self.finished: deque[RequestStats] = deque(maxlen=4096)  # the last requests' stats
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -265,8 +298,10 @@ class BatchDecoder:
                 plan = self._plan()
                 if plan:
                     with STEP_LOCK:
+                        began = time.perf_counter()
                         for call in self._calls(plan):
                             self._step(call)
+                        self.step_s += time.perf_counter() - began
                     self.steps += 1
         except Exception:
             log.exception("the decode loop failed; its requests fail with it")
@@ -312,20 +347,28 @@ class BatchDecoder:
         request.status = Status.PREFILL
         request.text = StreamText(tuple(request.sampling.stop))
         request.rng = np.random.default_rng(request.sampling.seed)
+        request.stats = RequestStats(
+            seq_id=slot.seq_id, prompt=len(tokens), reused=keep, evaluated=len(request.pending),
+            waited_s=time.monotonic() - request.queued_at,
+        )  # fmt: skip
         self.evaluated += len(request.pending)
         self.reused += keep
 
     def _choose(self, tokens: list[int]) -> Slot:
         """The free slot whose cells this prompt goes on from (it shares at least MIN_SHARED
-        tokens and half of what the slot holds), the one sharing most; else the least recently
-        used. A slot holding most of another session's prompt is not taken for a few shared
-        tokens (two players of one character, a card in common): each would then evict the
-        other's cache turn after turn while other slots stood empty."""
+        tokens and half of what the slot holds), the one sharing most; else the slot of the
+        conversation this prompt folds (``_folds``); else the least recently used. A slot
+        holding most of another session's prompt is not taken for a few shared tokens (two
+        players of one character, a card in common): each would then evict the other's cache
+        turn after turn while other slots stood empty."""
         free = [slot for slot in self.slots if slot.request is None]
         shared = {slot.seq_id: _common_prefix(slot.tokens, tokens) for slot in free}
         goes_on = [s for s in free if shared[s.seq_id] >= max(MIN_SHARED, (len(s.tokens) + 1) // 2)]
         if goes_on:
             return max(goes_on, key=lambda s: (shared[s.seq_id], -s.used_at))
+        folded = [s for s in free if shared[s.seq_id] >= MIN_SHARED and _folds(s, tokens)]
+        if folded:
+            return max(folded, key=lambda s: (shared[s.seq_id], -s.used_at))
         return min(free, key=lambda s: s.used_at)
 
     def _drop_cancelled(self) -> None:
@@ -399,6 +442,10 @@ class BatchDecoder:
             logits = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
             token = sample(logits, request.generated, s, request.rng)
             request.generated.append(token)
+            self.generated += 1
+            if len(request.generated) == 1:
+                request.stats.prefill_s = time.monotonic() - request.queued_at
+                request.stats.prefill_s -= request.stats.waited_s
             if self._llama.llama_vocab_is_eog(self._model.vocab, token):
                 self._finish(slot)
                 return
@@ -426,17 +473,24 @@ class BatchDecoder:
         tail = request.text.flush()
         if tail:
             request.out.put(tail)
+        self._free(slot)  # first: a reader that has its end finds its stats in ``finished``
         request.out.put(_END)
-        self._free(slot)
 
     def _fail(self, slot: Slot, exc: Exception, *, clear: bool = False) -> None:
-        slot.request.out.put(exc if isinstance(exc, LMError) else LMError(repr(exc)))
+        request = slot.request
         if clear:
             self._llama.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)
             slot.tokens = []
         self._free(slot)
+        request.out.put(exc if isinstance(exc, LMError) else LMError(repr(exc)))
 
     def _free(self, slot: Slot) -> None:
+        stats = slot.request.stats
+        if stats is not None:
+            stats.generated = len(slot.request.generated)
+            spent = time.monotonic() - slot.request.queued_at
+            stats.decode_s = max(0.0, spent - stats.waited_s - stats.prefill_s)
+            self.finished.append(stats)
         slot.request.status = Status.FINISHED
         slot.request = None
         slot.used_at = next(self._clock)

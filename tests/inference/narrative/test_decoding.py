@@ -71,6 +71,11 @@ def test_a_second_turn_evaluates_only_what_is_new_even_after_other_prompts(smoll
     second = decoder.evaluated - before
     assert 0 < second < first  # the new turn only, not the card and the first turn again
     assert decoder.reused - reused >= first - 2
+    stats = decoder.finished[-1]  # what the bench reads: this request's own account
+    assert (stats.evaluated, stats.reused) == (second, decoder.reused - reused)
+    assert stats.prompt == stats.evaluated + stats.reused
+    assert 0 < stats.generated <= GREEDY.max_tokens
+    assert stats.prefill_s > 0 and stats.decode_s >= 0 and stats.waited_s >= 0
 
 
 def test_two_prompts_with_a_card_in_common_keep_a_sequence_each(smollm2):
@@ -91,6 +96,31 @@ def test_two_prompts_with_a_card_in_common_keep_a_sequence_each(smollm2):
     first_turns, second_turns = costs[:2], costs[2:]
     # Each second turn goes on from its own first: neither took the other's sequence.
     assert all(second < first / 2 for first, second in zip(first_turns, second_turns, strict=True))
+
+
+def test_a_conversation_whose_memory_folded_goes_on_in_its_own_sequence(smollm2):
+    # After a fold (engine.character_remember) a prompt shares only its card with its own
+    # sequence, as it does with another player's of the same character: the turns the fold
+    # kept tell them apart.
+    card = ("Marigold is the cheerful village baker, who loves cinnamon, gossip and "
+            "everyone's business. She answers in one short sentence.\n")  # fmt: skip
+    cakes = [f"Traveller: tell me about cake number {i}.\nMarigold: Cake {i} has {i} cherries "
+             "on top.\n" for i in range(12)]  # fmt: skip
+    rain = [f"Traveller: what is the weather on day {i}?\nMarigold: On day {i} it rains.\n"
+            for i in range(6)]  # fmt: skip
+    ask = "Traveller: and then?\nMarigold:"
+
+    def run(prompt):
+        "".join(smollm2.complete(prompt, GREEDY))
+        return smollm2.decoder.finished[-1]
+
+    first = run(card + "".join(cakes) + ask)
+    other = run(card + "".join(rain) + ask)
+    assert other.seq_id != first.seq_id  # a card in common is not enough to take a sequence
+    folded = run(card + "Earlier: they talked about cakes.\n" + "".join(cakes[6:]) + ask)
+    assert folded.seq_id == first.seq_id and folded.reused >= 16
+    again = run(card + "".join(rain) + "Traveller: and tomorrow?\nMarigold:")
+    assert again.seq_id == other.seq_id  # the other conversation kept its own
 
 
 def test_stop_strings_and_max_tokens_hold_per_sequence(gemma):
