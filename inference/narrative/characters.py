@@ -92,12 +92,12 @@ def read_turn(line: str, world: dict) -> Turn:
 
 
 def messages(character: engine.Character, world: dict, line: str, turn: Turn) -> list[dict]:
-    """The card and the world, the creator's lines as earlier turns, the remembered turns, the
-    line. What changes least comes first: the KV cells the decoder keeps per sequence
-    (``decoding.py``) then cover the card and the examples, and only the summary (which changes
-    with every turn once the memory is full) and the turns after it are read again. A harmful
-    ask or a granted wish needs no note here: the reply is begun for the model
-    (``begun_reply``)."""
+    """The card and the world, the creator's lines as earlier turns, the summary, the
+    remembered turns, the line. What changes least comes first, and between two folds of the
+    memory (``engine.character_remember``) a turn's prompt is the last one's with the reply and
+    the new line added: the KV cells the decoder keeps per sequence (``decoding.py``) cover all
+    the rest, so a turn reads only those. A harmful ask or a granted wish needs no note here:
+    the reply is begun for the model (``begun_reply``)."""
     name = character.name
     examples = [character.greeting, *character.examples][: engine.MAX_EXAMPLES]
     card = [

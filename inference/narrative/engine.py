@@ -35,7 +35,13 @@ MAX_LINE_CHARS = 240
 STORY_RECENT_LINES = 4  # lines a prompt quotes whole; older ones live on in the summary
 SUMMARY_CHARS = 400  # the rolling summary keeps its most recent sentences within this
 RECENT_PICKS = 10  # labels of picks remembered, so new options do not repeat them
-CHAT_RECENT_TURNS = 6  # (speaker, text) lines of dialogue a prompt quotes whole
+CHAT_RECENT_TURNS = 6  # (speaker, text) lines of dialogue still quoted whole after a fold
+# The memory grows to this many lines (or characters) before all but the last CHAT_RECENT_TURNS
+# fold into the summary at once: between folds a prompt only grows at its end, so its model
+# reads only the new exchange (decoding.py keeps a session's cells), not the summary and the
+# memory again every turn.
+CHAT_MAX_TURNS = 12
+CHAT_MEMORY_CHARS = 1200
 
 # --- world events: text the event heads recognise, and what each does ----------------------
 Event = tuple[str, str]
@@ -608,13 +614,24 @@ class Character:
 
 
 def character_remember(character: Character, line: str, reply: str) -> Character:
-    """The character with one exchange added to its memory; what falls out is summarised."""
+    """The character with one exchange added to its memory. A memory grown past
+    CHAT_MAX_TURNS lines or CHAT_MEMORY_CHARS keeps its last CHAT_RECENT_TURNS and summarises
+    the rest, all at once."""
     turns = (*character.memory, ("you", line), (character.name, reply))
+    if len(turns) <= CHAT_MAX_TURNS and _chars(turns) <= CHAT_MEMORY_CHARS:
+        return replace(character, memory=turns)
+    keep = CHAT_RECENT_TURNS
+    while keep > 2 and _chars(turns[-keep:]) > CHAT_MEMORY_CHARS // 2:
+        keep -= 2  # long lines: fewer of them stay whole, so the prompt still fits its sequence
     summary = character.summary
-    for speaker, text in turns[:-CHAT_RECENT_TURNS]:
+    for speaker, text in turns[:-keep]:
         who = "The traveller" if speaker == "you" else speaker
         summary = rolling_summary(summary, f"{who} said: {_clip(text, 120)}")
-    return replace(character, memory=turns[-CHAT_RECENT_TURNS:], summary=summary)
+    return replace(character, memory=turns[-keep:], summary=summary)
+
+
+def _chars(turns: tuple[tuple[str, str], ...]) -> int:
+    return sum(len(text) for _, text in turns)
 
 
 @dataclass(frozen=True)

@@ -163,14 +163,44 @@ def test_the_character_never_says_it_is_a_model(narrator):
         assert not re.search(r"\b(AI|language model|assistant|chatbot)\b", text, re.I), text
 
 
+LINES = ("hello", "what do you carry?", "where does the river go?", "is the water deep?",
+         "who else lives here?", "any eels today?", "goodbye")  # fmt: skip
+
+
 def test_memory_keeps_recent_turns_and_summarises_older_ones_in_the_snapshot(narrator):
     tom = engine.character_start(TOM)
-    for line in ("hello", "what do you carry?", "where does the river go?", "goodbye"):
+    for line in LINES:  # 14 lines of dialogue: past CHAT_MAX_TURNS, so the memory has folded
         tom = narrator.reply(tom, BEACH, line, 1, soon()).state
     assert len(tom.memory) == engine.CHAT_RECENT_TURNS
-    assert tom.memory[0] == ("you", "what do you carry?")
-    assert tom.summary.startswith("The traveller said: hello")
+    assert tom.memory[0] == ("you", "who else lives here?")
+    assert "The traveller said: is the water deep?" in tom.summary  # the last line it folded
     assert engine.from_meta(tom.to_meta()) == tom
+
+
+def settle(decoder):
+    """The stats of the decoder's last request, once every sequence is free: a reply stops its
+    stream once its sentences are whole, and the decoder frees the sequence at its next step."""
+    give_up = time.monotonic() + 10
+    while any(slot.request is not None for slot in decoder.slots):
+        assert time.monotonic() < give_up, "the decoder kept a sequence busy"
+        time.sleep(0.01)
+    return decoder.finished[-1] if decoder.finished else None
+
+
+def test_between_folds_a_turn_reads_only_the_last_reply_and_the_new_line(narrator):
+    decoder = narrator.chat_lm.decoder
+    tom = engine.character_start(TOM)
+    for i, line in enumerate(LINES[:4]):  # 8 lines of dialogue: no fold yet
+        settle(decoder)
+        answer = narrator.reply(tom, BEACH, line, 1, soon())
+        assert answer.backend == "embedded:smollm2"
+        stats = settle(decoder)
+        if i:  # the card, the examples and every earlier turn come from the sequence's cells
+            said = len(tom.memory[-1][1]) + len(line)  # the reply before, and the new line
+            assert stats.reused > 150
+            assert stats.evaluated < said / 2 + 16, (stats, said)  # ~4 characters a token
+        tom = answer.state
+    assert tom.summary == "" and len(tom.memory) == 8
 
 
 def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
@@ -187,18 +217,46 @@ def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
     assert prompt[-1] == {"role": "user", "content": "how deep is the water?"}
 
 
-def test_a_summary_that_grows_every_turn_leaves_the_card_and_examples_first_unchanged():
+PLAIN = characters.Turn(harmful=False, event=None, moot=False)
+
+
+def test_a_summary_that_grows_leaves_the_card_and_examples_first_unchanged():
     # The decoder reuses a sequence's cells up to the first token that differs: the summary
-    # (new with every turn once the memory is full) must come after what stays put.
+    # (new at every fold of the memory) must come after what stays put.
     tom, prompts = engine.character_start(TOM), []
-    plain = characters.Turn(harmful=False, event=None, moot=False)
-    for i in range(engine.CHAT_RECENT_TURNS):
+    for i in range(engine.CHAT_MAX_TURNS // 2 + 1):  # one fold
         tom = engine.character_remember(tom, f"question {i}?", f"Answer {i}.")
-        prompts.append(characters.messages(tom, BEACH, "and then?", plain))
+        prompts.append(characters.messages(tom, BEACH, "and then?", PLAIN))
     assert prompts[-1][0]["content"] == prompts[0][0]["content"]  # the card
     assert prompts[-1][1:7] == prompts[0][1:7]  # the creator's lines
     earlier = [m for m in prompts[-1] if m["content"].startswith("Earlier:")]
     assert len(earlier) == 1 and "question 0?" in earlier[0]["content"]
+
+
+def test_between_folds_each_prompt_is_the_last_one_with_the_exchange_added():
+    tom, prompts = engine.character_start(TOM), []
+    for i in range(12):
+        line, said = f"question {i}?", f"Answer {i}."
+        prompts.append(characters.messages(tom, BEACH, line, PLAIN))
+        folded = tom.summary
+        tom = engine.character_remember(tom, line, said)
+        if tom.summary == folded:  # no fold: what the model read last time is read again
+            later = characters.messages(tom, BEACH, "next?", PLAIN)
+            assert later[: len(prompts[-1])] == prompts[-1]
+            assert later[len(prompts[-1])]["content"] == said
+    folds = [i for i in range(1, 12) if len(prompts[i]) < len(prompts[i - 1])]
+    assert folds == [7, 11]  # the first when 14 lines would be held, then every 4th turn
+
+
+def test_long_lines_fold_sooner_and_fewer_stay_whole_so_the_prompt_still_fits():
+    tom, long = engine.character_start(TOM), "a very long question " * 23  # 483 characters
+    for i in range(6):
+        tom = engine.character_remember(tom, f"{i} {long}", "Hmph.")
+        assert sum(len(text) for _, text in tom.memory) <= engine.CHAT_MEMORY_CHARS
+        if i == 2:  # 3 exchanges, not 6: the characters ran out first
+            assert tom.summary.startswith("The traveller said: 0 a very long")
+            assert tom.memory == (("you", f"2 {long}"), ("Old Tom", "Hmph."))
+    assert tom.memory[-2] == ("you", f"5 {long}")
 
 
 def test_the_openai_backend_replies_from_a_real_server(served):
