@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import math
 import time
@@ -43,6 +44,7 @@ from inference.world import spec as ws
 from inference.world.model import (
     EVENT_HEADS,
     LIGHT_STEPS,
+    NAME_KINDS,
     PROMPT_HEADS,
     FrameClassifier,
     ModelConfig,
@@ -88,8 +90,10 @@ def to_t(x, dtype=torch.long, device="cpu") -> torch.Tensor:
 
 def text_dataset(cfg: TrainConfig) -> dict[str, torch.Tensor]:
     """Embedded phrasings with labels, cached on disk (MiniLM costs a minute on 2 cores)."""
+    # the phrasing banks' own hash in the name: a widened bank is embedded again
+    banks = hashlib.sha256(Path(sim.phrasing.__file__).read_bytes()).hexdigest()[:8]
     cache = Path(cfg.checkpoint).with_name(
-        f"text_v{ws.MODEL_VERSION}_{cfg.seed}_{cfg.n_prompts}_{cfg.n_events}.pt"
+        f"text_v{ws.MODEL_VERSION}_{cfg.seed}_{cfg.n_prompts}_{cfg.n_events}_{banks}.pt"
     )
     if cache.exists():
         return torch.load(cache)
@@ -270,6 +274,27 @@ def encoder_batch(rng, batch: int, device) -> tuple:
 # ---------------------------------------------------------------- losses
 
 
+def text_loss(heads, text, kind: str, batch: int, device, gen=None) -> torch.Tensor:
+    """Cross-entropy of every head of ``kind`` ("prompt" or "event") on a batch of embedded
+    phrasings; a prompt naming two biomes means half of each."""
+    emb = text[f"{kind}_emb"]
+    pick = torch.randint(len(emb), (batch,), generator=gen)
+    # a little embedding noise: free text lands near, not on, the training phrasings
+    noise = torch.randn(emb[pick].shape, generator=gen)
+    x = F.normalize(emb[pick] + 0.02 * noise, dim=-1).to(device)
+    logits = heads(x)
+    targets = {k: text[f"{kind}_{k}"][pick].to(device) for k in logits}
+    if kind == "prompt":
+        b2 = text["prompt_biome2"][pick]
+        targets["biome"] = biome_target(targets["biome"].cpu(), b2, 0.5 * torch.ones(len(b2)))
+        targets["biome"] = targets["biome"].to(device)
+    return sum(F.cross_entropy(logits[k], targets[k]) for k in logits)
+
+
+def prompt_loss(heads, text, batch: int, device, gen=None) -> torch.Tensor:
+    return text_loss(heads, text, "prompt", batch, device, gen)
+
+
 def losses(
     step_rng, cfg, mcfg, model, classifier, text, prompts, device
 ) -> dict[str, torch.Tensor]:
@@ -292,18 +317,8 @@ def losses(
     solid = torch.tensor([ws.is_solid_token(t) for t in range(ws.NUM_TOKENS)], device=device)
     out["solid"] = F.binary_cross_entropy_with_logits(model.collision(all_tokens), solid.float())
     # text heads
-    for kind, heads in (("prompt", model.prompt_heads), ("event", model.event_heads)):
-        emb = text[f"{kind}_emb"]
-        pick = torch.randint(len(emb), (cfg.batch_text,))
-        # a little embedding noise: free text lands near, not on, the training phrasings
-        x = F.normalize(emb[pick] + 0.02 * torch.randn_like(emb[pick]), dim=-1).to(device)
-        logits = heads(x)
-        targets = {k: text[f"{kind}_{k}"][pick].to(device) for k in logits}
-        if kind == "prompt":  # a prompt naming two biomes means half of each
-            b2 = text["prompt_biome2"][pick]
-            targets["biome"] = biome_target(targets["biome"].cpu(), b2, 0.5 * torch.ones(len(b2)))
-            targets["biome"] = targets["biome"].to(device)
-        out[kind] = sum(F.cross_entropy(logits[k], targets[k]) for k in logits)
+    out["prompt"] = prompt_loss(model.prompt_heads, text, cfg.batch_text, device)
+    out["event"] = text_loss(model.event_heads, text, "event", cfg.batch_text, device)
     # evaluation classifier and codec encoder: simulator frames only
     frames, scene, cells = classifier_batch(step_rng, cfg.batch_cls, device, mixed=0.3)
     out["cls"] = classifier_loss(classifier, frames, scene, cells, device)
@@ -421,27 +436,26 @@ def save_checkpoint(path: Path, model, classifier, opt, step, cfg, mcfg) -> None
     tmp.replace(path)  # atomic: an interrupted save never corrupts the last checkpoint
 
 
-def add_biome_names(model: WorldModel) -> int:
-    """Give the model its biome names: the training split of every biome's phrasings, embedded
-    (the engine matches a prompt's short phrases to them). -> how many."""
+def add_names(model: WorldModel) -> int:
+    """Give the model its concept names: the training split of every biome's, atmosphere's and
+    time of day's phrasings (and of creatures and scene details, as "other"), embedded; the
+    engine matches a prompt's short phrases to them. -> how many."""
     from inference.world import text as text_encoder
 
-    names, ids = [], []
-    for b, biome in enumerate(ws.BIOMES):
-        for noun in sim.phrasing.train_part(sim.phrasing.BIOME_NOUNS[biome]):
-            names.append(noun)
-            ids.append(b)
-    model.set_biome_prototypes(
-        torch.from_numpy(text_encoder.embed(names)), torch.tensor(ids, dtype=torch.long)
+    named = sim.phrasing.concept_names()
+    model.set_names(
+        torch.from_numpy(text_encoder.embed([text for _, _, text in named])),
+        torch.tensor([NAME_KINDS.index(kind) for kind, _, _ in named]),
+        torch.tensor([i for _, i, _ in named]),
     )
-    return len(names)
+    return len(named)
 
 
 def export(model, classifier, cfg, mcfg, history, steps) -> None:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     model = copy.deepcopy(model).cpu().eval()  # the training run (and its checkpoint) goes on
-    add_biome_names(model)
+    add_names(model)
     mcfg = model.cfg
     model.save(out / "world_model.safetensors", extra={"steps": str(steps)})
     save_classifier(classifier.cpu().eval(), out / "classifier.safetensors")
@@ -508,6 +522,63 @@ def polish_renderer(cfg: TrainConfig, steps: int) -> None:
     print(f"polished renderer saved to {path}")
 
 
+def train_prompt_heads(cfg: TrainConfig, steps: int, check: int = 720) -> dict[str, float]:
+    """Extra steps for the prompt heads alone (biome, mixed, atmosphere, time, creature), on
+    the exported weights and the current phrasing banks; the rest of the model is untouched
+    (the generator's condition is the biome mix and the embedding, not these heads).
+    -> accuracy per head on ``check`` fresh eval-split prompts (printed before and after)."""
+    torch.set_num_threads(cfg.threads)
+    path = Path(cfg.out) / "world_model.safetensors"
+    model = WorldModel.from_file(path)
+    text = text_dataset(cfg)
+    before = prompt_head_accuracy(model, check)
+    heads = model.prompt_heads.train()
+    opt = torch.optim.AdamW(heads.parameters(), lr=cfg.lr * 0.3, weight_decay=0.0)
+    gen = torch.Generator().manual_seed(cfg.seed + 7)
+    bar = tqdm(range(steps), desc="train prompt heads")
+    for step in bar:
+        for group in opt.param_groups:
+            group["lr"] = (
+                cfg.lr * 0.3 * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps)))
+            )
+        loss = prompt_loss(heads, text, cfg.batch_text, "cpu", gen)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        bar.set_postfix(prompt=f"{loss.item():.3f}")
+    heads.eval()
+    after = prompt_head_accuracy(model, check)
+    meta = json.loads((Path(cfg.out) / "config.json").read_text())
+    model.save(path, extra={"steps": str(meta.get("steps_done"))})
+    meta["prompt_head_steps"] = meta.get("prompt_head_steps", 0) + steps
+    meta["prompt_head_prompts"] = cfg.n_prompts
+    meta["prompt_head_accuracy"] = after
+    (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"prompt heads saved to {path}: before {before}, after {after}")
+    return after
+
+
+@torch.no_grad()
+def prompt_head_accuracy(model: WorldModel, n: int = 720) -> dict[str, float]:
+    """Share of fresh eval-split world prompts (held-out phrasings half the time) each
+    prompt head reads right (biome: the first named is the top class)."""
+    from inference.world import text as text_encoder
+
+    rng = np.random.default_rng(424_242)
+    prompts = [sim.world_prompt(rng, "eval") for _ in range(n)]
+    emb = torch.from_numpy(text_encoder.embed([p for p, _ in prompts]))
+    model.prompt_heads.eval()
+    out = model.prompt_heads(emb)
+    acc = {}
+    for k in ("biome", "weather", "time", "creature", "mixed"):
+        if k == "mixed":
+            want = [int(lab["biome2"] >= 0) for _, lab in prompts]
+        else:
+            want = [lab[k] + (1 if k == "creature" else 0) for _, lab in prompts]
+        acc[k] = round((out[k].argmax(1) == to_t(want)).float().mean().item(), 4)
+    return acc
+
+
 def train_classifier(cfg: TrainConfig, steps: int) -> None:
     """Extra steps for the evaluation's frame classifier alone, on the exported one.
 
@@ -570,32 +641,44 @@ def main(argv=None) -> None:
         help="only run STEPS renderer-only steps on the exported weights",
     )
     parser.add_argument(
-        "--biome-names",
+        "--train-prompt-heads",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="only train the prompt heads for STEPS more steps, on the exported weights",
+    )
+    parser.add_argument(
+        "--write-names",
         action="store_true",
-        help="only (re)write the biome names prompts are matched to, on the exported weights",
+        help="only (re)write the concept names prompts are matched to, on the exported weights",
     )
     args = vars(parser.parse_args(argv))
-    names = args.pop("biome_names")
+    names = args.pop("write_names")
     resume = args.pop("resume")
     polish = args.pop("polish_renderer")
     classifier_steps = args.pop("train_classifier")
+    head_steps = args.pop("train_prompt_heads")
     cfg = TrainConfig(**{f.name: args[f.name] for f in fields(TrainConfig)})
     mcfg = ModelConfig(**{f.name: args[f.name] for f in fields(ModelConfig)})
     if names:
         path = Path(cfg.out) / "world_model.safetensors"
         model = WorldModel.from_file(path)
-        n = add_biome_names(model)
+        n = add_names(model)
         meta = json.loads((Path(cfg.out) / "config.json").read_text())
-        meta["model"]["biome_protos"] = n
+        meta["model"].pop("biome_protos", None)
+        meta["model"]["names"] = n
         (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
         model.save(path, extra={"steps": str(meta.get("steps_done"))})
-        print(f"{n} biome names saved to {path}")
+        print(f"{n} concept names saved to {path}")
         return
     if polish:
         polish_renderer(cfg, polish)
         return
     if classifier_steps:
         train_classifier(cfg, classifier_steps)
+        return
+    if head_steps:
+        train_prompt_heads(cfg, head_steps)
         return
     print(json.dumps(train(cfg, mcfg, resume=resume)))
 

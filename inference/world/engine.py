@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ import torch
 from inference.world import noise
 from inference.world import spec as ws
 from inference.world import text as text_encoder
-from inference.world.model import ModelConfig, WorldModel
+from inference.world.model import NAME_KINDS, ModelConfig, WorldModel
 from inference.world.state import (
     CreatureState,
     PlayerState,
@@ -108,6 +109,7 @@ class WorldEngine:
         prompt = _check_text(prompt)
         emb = text_encoder.embed([prompt])[0]
         heads = self._text_heads(prompt, self.model.prompt_heads, emb)
+        phrases = self._read_phrases(prompt)
         world = WorldState(
             world_id=uuid.uuid4().hex,
             seed=int(seed) & 0x7FFFFFFF,
@@ -115,10 +117,10 @@ class WorldEngine:
             biome_probs=biome_mix(
                 torch.softmax(heads["biome"], -1).numpy(),
                 two=bool(heads["mixed"].argmax()),
-                phrase_scores=self._phrase_scores(prompt),
+                phrase_scores=phrases.biome if phrases else None,
             ),
-            weather=int(heads["weather"].argmax()),
-            minute=ws.TIME_MINUTES[int(heads["time"].argmax())],
+            weather=phrase_choice(heads["weather"], phrases.weather if phrases else None),
+            minute=ws.TIME_MINUTES[phrase_choice(heads["time"], phrases.time if phrases else None)],
             text_emb=emb.astype(np.float32),
         )
         with self._canvas:
@@ -321,7 +323,7 @@ class WorldEngine:
                 np.stack([s[i] for s in part]) for i in range(6)
             )
             dev = self.device
-            img = self.model.renderer(
+            img = self.model.renderer.frames(
                 torch.from_numpy(tokens).to(dev),
                 torch.from_numpy(offset).long().to(dev),
                 torch.from_numpy(weather).long().to(dev),
@@ -329,20 +331,19 @@ class WorldEngine:
                 torch.from_numpy(phase).long().to(dev),
                 torch.from_numpy(sprites).to(dev),
             )
-            img = torch.nan_to_num(img, nan=0.0, posinf=1.0, neginf=0.0).clamp(0, 1)
-            frames.extend((img * 255).round().to(torch.uint8).cpu().numpy())
+            frames.extend(img.cpu().numpy())
         return frames
 
     # ------------------------------------------------------------ the latent canvas
 
-    def grow_ahead(self, max_rounds: int = 1) -> int:
+    def grow_ahead(self, max_rounds: int = 1, frames: int = AHEAD_FRAMES) -> int:
         """Generate, nearest first, the missing chunks each world's players could reach within
-        about a second (AHEAD_FRAMES of walking) past the next step, at most ``max_rounds``
+        ``frames`` of walking (about a second) past the next step, at most ``max_rounds``
         chunks per world;
-        -> how many. The worker calls it between steps, so a step rarely has to generate
-        terrain itself (``late_chunks`` counts when it did)."""
+        -> how many. The terrain thread calls it between steps, so a step never has to
+        generate terrain itself (``late_chunks`` counts when it did)."""
         # A second of walking beyond what the next step could show (which a step makes itself).
-        reach = ws.FRAME // 2 + (self.max_chunk + AHEAD_FRAMES) * ws.PLAYER_SPEED + 2 * ws.TILE
+        reach = ws.FRAME // 2 + (self.max_chunk + frames) * ws.PLAYER_SPEED + 2 * ws.TILE
         missing = {}
         with self._canvas:
             worlds = list(self.worlds.items())
@@ -494,22 +495,35 @@ class WorldEngine:
         except KeyError:
             raise KeyError(f"unknown world {world_id!r}") from None
 
-    def _phrase_scores(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """Per biome, how close (cosine) the prompt's nearest short phrase comes to one of the
-        biome's names, and the same over only the phrases nearest to that biome of all; None
+    def _read_phrases(self, text: str) -> PhraseReading | None:
+        """What the prompt's short phrases name, by cosine to the weights' concept names; None
         when the weights carry no names."""
-        ids = self.model.biome_proto_ids.cpu().numpy()
+        kinds = self.model.name_kinds.cpu().numpy()
+        ids = self.model.name_ids.cpu().numpy()
         if not len(ids):
             return None
         sims = text_encoder.embed(text_encoder.phrases(text)) @ (
-            self.model.biome_proto_vecs.cpu().numpy().T
+            self.model.name_vecs.cpu().numpy().T
         )  # (phrases, names)
-        per = np.full((len(sims), len(ws.BIOMES)), -1.0)
-        for b in np.unique(ids):
-            per[:, b] = sims[:, ids == b].max(1)
-        claimed = np.full(len(ws.BIOMES), -1.0)
-        np.maximum.at(claimed, per.argmax(1), per.max(1))
-        return per.max(0), claimed
+        # biomes: per biome, the nearest phrase to one of its names, and the same over only
+        # the phrases nearest to that biome of all biomes
+        biome, claimed = None, None
+        if (kinds == 0).any():
+            per = np.full((len(sims), len(ws.BIOMES)), -1.0)
+            for b in np.unique(ids[kinds == 0]):
+                per[:, b] = sims[:, (kinds == 0) & (ids == b)].max(1)
+            claimed = np.full(len(ws.BIOMES), -1.0)
+            np.maximum.at(claimed, per.argmax(1), per.max(1))
+            biome = (per.max(0), claimed)
+        # atmospheres and times: a phrase names the concept of its nearest name of all kinds
+        # ("a snowy valley" is nearer a snowfield than falling snow: a biome, not weather)
+        near, best = sims.argmax(1), sims.max(1)
+        scores = {}
+        for kind, n in (("weather", len(ws.WEATHERS)), ("time", len(ws.TIMES))):
+            hit = (kinds[near] == NAME_KINDS.index(kind)) & (best >= PHRASE_NAME_MIN)
+            scores[kind] = np.zeros(n)
+            np.maximum.at(scores[kind], ids[near[hit]], best[hit])
+        return PhraseReading(biome=biome, weather=scores["weather"], time=scores["time"])
 
     def _text_heads(self, text: str, heads, emb=None) -> dict[str, torch.Tensor]:
         if emb is None:
@@ -517,6 +531,29 @@ class WorldEngine:
         with torch.no_grad():
             out = heads(torch.from_numpy(emb[None]).to(self.device))
         return {k: torch.nan_to_num(v[0].float()).cpu() for k, v in out.items()}
+
+
+@dataclass
+class PhraseReading:
+    """A prompt's phrases matched to concept names (`WorldEngine._read_phrases`)."""
+
+    biome: tuple[np.ndarray, np.ndarray] | None  # per biome: nearest phrase, claimed phrase
+    weather: np.ndarray  # per atmosphere: cosine of the nearest phrase naming it (0: none)
+    time: np.ndarray  # per time of day, the same
+
+
+# A phrase names an atmosphere or a time of day when one of its names is its nearest of all
+# names and at least this close (the same bar a second biome's phrase has to clear).
+PHRASE_NAME_MIN = 0.7
+
+
+def phrase_choice(logits: torch.Tensor, scores: np.ndarray | None) -> int:
+    """A head's class, its log-probability weighed with the phrases that name a class (the
+    same weight a biome's phrase has)."""
+    logp = torch.log_softmax(logits.double(), -1).numpy()
+    if scores is not None:
+        logp = logp + PHRASE_WEIGHT * scores
+    return int(np.argmax(logp))
 
 
 def biome_tokens(world: WorldState, tx: np.ndarray, ty: np.ndarray) -> np.ndarray:

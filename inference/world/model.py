@@ -42,6 +42,9 @@ EVENT_HEADS = {
 }
 
 
+NAME_KINDS = ("biome", "weather", "time", "other")
+
+
 @dataclass
 class ModelConfig:
     text_dim: int = 384  # all-MiniLM-L6-v2 embedding size
@@ -52,7 +55,7 @@ class ModelConfig:
     gen_margin: int = 4  # tiles of neighbouring chunks the generator sees on each side
     gen_steps: int = 4  # MaskGIT iterations per chunk
     max_chunk: int = 16  # cap on frames per step call for one player
-    biome_protos: int = 0  # MiniLM embeddings of biome names the prompt's phrases are matched to
+    names: int = 0  # MiniLM embeddings of concept names the prompt's phrases are matched to
 
 
 class TextHeads(nn.Module):
@@ -247,28 +250,45 @@ class Renderer(nn.Module):
         bias = k * lit[:, None, None, 3:] + c
         return gain, bias
 
+    def frames(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
+        """Inference: the same frames as uint8 (B, F, F, 3), rounded, NaN drawn black."""
+        img = self._draw(tokens, offset, weather, minute, phase, sprites, scale=255.0, shift=0.5)
+        return img.nan_to_num_(0.0, 255.0, 0.0).clamp_(0, 255).to(torch.uint8)
+
     def _forward_gather(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
+        return self._draw(tokens, offset, weather, minute, phase, sprites)
+
+    def _draw(self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0):
+        """A frame is memory-bound (a few table reads per pixel), so it is drawn in three passes
+        over its pixels: one gather lays the tile rows it shows out as an image, sprites are
+        written over it, and one multiply-add per frame crops, lights and scales it (the light
+        maps carry ``scale`` and ``shift``, so bytes come out of the same pass)."""
         tex, spr, keep, add, light = self.tables()
         b, w, t, o = tokens.shape[0], tokens.shape[2], ws.TILE, ws.OVERLAY
-        f = (w - 3) * t
-        ar = torch.arange(f, device=tokens.device)
-        py = t + offset[:, 1, None] + ar  # (B, F) pixel row inside the decode window
-        px = t + offset[:, 0, None] + ar
-        patches = tex.flatten(1).index_select(0, tokens.reshape(-1)).view(b, w * w * t * t, 3)
-        cell = ((py // t) * w)[:, :, None] + (px // t)[:, None, :]  # (B, F, F) tile per pixel
-        idx = cell * (t * t) + ((py % t) * t)[:, :, None] + (px % t)[:, None, :]
-        img = patches.gather(1, idx.view(b, f * f, 1).expand(b, f * f, 3)).view(b, f, f, 3)
-        img = self._composite(img, sprites, spr)
-        # light and atmosphere: one multiply-add with 32x32 maps, scrolled
+        f, n, dev = (w - 3) * t, (w - 3) + 1, tokens.device  # n: tiles a frame row crosses
+        tokens = tokens.long()
+        # frame row r is pixel row (r + offset_y) % 8 of window tile row 1 + (r + offset_y) // 8;
+        # gathering those tile rows (8 pixels each) for window columns 1..n makes, per frame,
+        # an image 8n pixels wide whose columns offset_x .. offset_x + F are the frame
+        r = offset[:, 1, None] + torch.arange(f, device=dev)  # (B, F)
+        tile_rows = tokens.gather(1, (1 + r // t)[:, :, None].expand(b, f, w))[:, :, 1 : 1 + n]
+        idx = tile_rows * t + (r % t)[:, :, None]  # (B, F, n) rows of the (K * 8, 24) table
+        img = tex.view(-1, t * 3).index_select(0, idx.reshape(-1)).view(b, f, n * t, 3)
+        self._composite(img, sprites, spr, offset[:, 0])
+        # light and atmosphere: 32x32 maps, scrolled by the overlay phase, tiled over the frame
         gain, bias = self._light_maps(keep, add, light, weather, minute)
-        ao = torch.arange(o, device=tokens.device)
+        ao = torch.arange(o, device=dev)
         ry = (ao[None, :] + phase[:, 1, None]) % o  # (B, 32)
         rx = (ao[None, :] + phase[:, 0, None]) % o
         cidx = (ry[:, :, None] * o + rx[:, None, :]).view(b, o * o, 1).expand(b, o * o, 3)
-        g = gain.reshape(b, o * o, 3).gather(1, cidx).view(b, 1, o, 1, o, 3)
-        c = bias.reshape(b, o * o, 3).gather(1, cidx).view(b, 1, o, 1, o, 3)
-        img = img.view(b, f // o, o, f // o, o, 3) * g + c
-        return img.view(b, f, f, 3)
+        g = gain.reshape(b, o * o, 3).gather(1, cidx).mul_(scale).view(b, 1, o, 1, o, 3)
+        c = bias.reshape(b, o * o, 3).gather(1, cidx).mul_(scale).add_(shift)
+        c = c.view(b, 1, o, 1, o, 3)
+        out = img.new_empty(b, f // o, o, f // o, o, 3)
+        for i, x in enumerate(offset[:, 0].tolist()):
+            crop = img[i, :, x : x + f].view(f // o, o, f // o, o, 3)
+            torch.addcmul(c[i], crop, g[i], out=out[i])
+        return out.view(b, f, f, 3)
 
     def _forward_select(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
         tex, spr, keep, add, light = self.tables()
@@ -303,25 +323,27 @@ class Renderer(nn.Module):
         return img.reshape(b, f, f, 3)
 
     @staticmethod
-    def _composite(img, sprites, spr) -> torch.Tensor:
-        """Alpha-blend each sprite slot in order (later slots on top), touching 8x8 pixels each."""
-        b, f, s = img.shape[0], img.shape[1], ws.SPRITE
-        # one scratch pixel at the end takes the writes of sprite pixels outside the frame
-        flat = torch.cat([img.reshape(b * f * f, 3), img.new_zeros(1, 3)])
-        ar = torch.arange(s)
-        for e in range(sprites.shape[1]):
-            sel = (sprites[:, e, 0] >= 0).nonzero()[:, 0]
-            if sel.numel() == 0:
-                continue
-            kind, sx, sy = sprites[sel, e, 0], sprites[sel, e, 1], sprites[sel, e, 2]
-            yy = (sy[:, None] + ar)[:, :, None]  # (N, 8, 1) frame row
-            xx = (sx[:, None] + ar)[:, None, :]  # (N, 1, 8) frame column
-            ok = (yy >= 0) & (yy < f) & (xx >= 0) & (xx < f)  # (N, 8, 8)
-            where = torch.where(ok, sel[:, None, None] * f * f + yy * f + xx, b * f * f).view(-1)
-            pix = spr.flatten(1).index_select(0, kind).view(-1, 4)  # (N * 64, 4)
-            a = pix[:, 3:]
-            flat.index_copy_(0, where, flat.index_select(0, where) * (1 - a) + pix[:, :3] * a)
-        return flat[: b * f * f].view(b, f, f, 3)
+    def _composite(img, sprites, spr, shift_x) -> None:
+        """Draw every sprite into img (B, F, W, 3) in place, at its frame position plus the
+        frame's column ``shift_x`` in img. Inference alpha is hard (0 or 1), so a pixel takes
+        the colour of the topmost sprite (the latest slot) that covers it."""
+        f, width, s = img.shape[1], img.shape[2], ws.SPRITE
+        fb, slot = (sprites[:, :, 0] >= 0).nonzero(as_tuple=True)  # in (frame, slot) order
+        if fb.numel() == 0:
+            return
+        kind, sx, sy = sprites[fb, slot, 0], sprites[fb, slot, 1], sprites[fb, slot, 2]
+        ar = torch.arange(s, device=img.device)
+        yy = (sy[:, None] + ar)[:, :, None]  # (N, 8, 1) frame row
+        xx = (sx[:, None] + ar)[:, None, :]  # (N, 1, 8) frame column
+        pix = spr.index_select(0, kind).view(-1, s, s, 4)
+        ok = (yy >= 0) & (yy < f) & (xx >= 0) & (xx < f) & (pix[..., 3] > 0.5)  # (N, 8, 8)
+        where = ((fb[:, None, None] * f + yy) * width + xx + shift_x[fb][:, None, None])[ok]
+        colour = pix[..., :3][ok]
+        # where sprites overlap, the last drawn (the highest slot) wins
+        targets, inverse = torch.unique(where, return_inverse=True)
+        order = torch.arange(len(where), device=img.device)
+        last = order.new_full((len(targets),), -1).scatter_reduce_(0, inverse, order, "amax")
+        img.view(-1, 3).index_copy_(0, targets, colour.index_select(0, last))
 
 
 def _one_hot_shift(start, n_out: int, n_in: int, device, wrap: bool = False) -> torch.Tensor:
@@ -413,16 +435,21 @@ class WorldModel(nn.Module):
         self.collision = CollisionHead()
         self.renderer = Renderer(cfg)
         self.encoder = TileEncoder()
-        # Names of each biome (training phrasings, embedded): a prompt's short phrases are
-        # matched to them by meaning beside what the prompt heads read off the whole sentence.
-        self.register_buffer("biome_proto_vecs", torch.zeros(cfg.biome_protos, cfg.text_dim))
-        self.register_buffer("biome_proto_ids", torch.zeros(cfg.biome_protos, dtype=torch.long))
+        # Names of the concepts a prompt can ask for (training phrasings, embedded): a prompt's
+        # short phrases are matched to them by meaning beside what the prompt heads read off
+        # the whole sentence. name_kinds: NAME_KINDS index; name_ids: the concept's index in
+        # its list (BIOMES, WEATHERS, TIMES; 0 for "other": creatures and details, names that
+        # take a phrase away from the rest).
+        self.register_buffer("name_vecs", torch.zeros(cfg.names, cfg.text_dim))
+        self.register_buffer("name_kinds", torch.zeros(cfg.names, dtype=torch.long))
+        self.register_buffer("name_ids", torch.zeros(cfg.names, dtype=torch.long))
 
-    def set_biome_prototypes(self, vecs: torch.Tensor, ids: torch.Tensor) -> None:
-        """(N, 384) unit embeddings of biome names and (N,) their biome indices."""
-        self.cfg.biome_protos = len(ids)
-        self.biome_proto_vecs = vecs.float().contiguous()
-        self.biome_proto_ids = ids.long().contiguous()
+    def set_names(self, vecs: torch.Tensor, kinds: torch.Tensor, ids: torch.Tensor) -> None:
+        """(N, 384) unit embeddings of concept names, (N,) their kinds and indices."""
+        self.cfg.names = len(ids)
+        self.name_vecs = vecs.float().contiguous()
+        self.name_kinds = kinds.long().contiguous()
+        self.name_ids = ids.long().contiguous()
 
     @torch.no_grad()
     def solid_table(self) -> torch.Tensor:
@@ -441,9 +468,15 @@ class WorldModel(nn.Module):
 
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
-        model = cls(ModelConfig(**json.loads(meta["config"])))
+        config = json.loads(meta["config"])
+        config.setdefault("names", config.pop("biome_protos", 0))
+        model = cls(ModelConfig(**config))
         state = load_file(str(path))
-        for key in ("biome_proto_vecs", "biome_proto_ids"):  # weights saved before biome names
+        if "biome_proto_ids" in state:  # weights saved when only biomes had names
+            state["name_vecs"] = state.pop("biome_proto_vecs")
+            state["name_ids"] = state.pop("biome_proto_ids")
+            state["name_kinds"] = torch.zeros_like(state["name_ids"])
+        for key in ("name_vecs", "name_kinds", "name_ids"):  # weights saved before any names
             state.setdefault(key, getattr(model, key))
         model.load_state_dict(state)
         return model.eval()

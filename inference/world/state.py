@@ -84,18 +84,22 @@ class WorldState:
         """Dense (h, w) int64 tokens for tiles [tx0, tx0 + w) x [ty0, ty0 + h); UNKNOWN where
         the canvas has not been generated."""
         out = np.full((h, w), ws.UNKNOWN_TOKEN, dtype=np.int64)
-        c = ws.CHUNK
-        for cy in range(ty0 // c, (ty0 + h - 1) // c + 1):
-            for cx in range(tx0 // c, (tx0 + w - 1) // c + 1):
+        rows, cols = _spans(ty0, h), _spans(tx0, w)
+        for cy, src_y, dst_y in rows:
+            for cx, src_x, dst_x in cols:
                 chunk = self.chunks.get((cx, cy))
-                if chunk is None:
-                    continue
-                y0, x0 = max(cy * c, ty0), max(cx * c, tx0)
-                y1, x1 = min(cy * c + c, ty0 + h), min(cx * c + c, tx0 + w)
-                out[y0 - ty0 : y1 - ty0, x0 - tx0 : x1 - tx0] = chunk[
-                    y0 - cy * c : y1 - cy * c, x0 - cx * c : x1 - cx * c
-                ]
+                if chunk is not None:
+                    out[dst_y, dst_x] = chunk[src_y, src_x]
         return out
+
+
+def _spans(t0: int, n: int) -> list[tuple[int, slice, slice]]:
+    """The chunks tiles [t0, t0 + n) fall in along one axis: (chunk, slice in it, slice out)."""
+    c, out = ws.CHUNK, []
+    for k in range(t0 // c, (t0 + n - 1) // c + 1):
+        lo, hi = max(k * c, t0), min(k * c + c, t0 + n)
+        out.append((k, slice(lo - k * c, hi - k * c), slice(lo - t0, hi - t0)))
+    return out
 
 
 def snapshot_bytes(state: WorldState) -> bytes:

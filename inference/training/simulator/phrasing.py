@@ -239,6 +239,9 @@ WEATHER_WORLD = {
         "with not a cloud in the sky",
         "with cloudless skies",
         "in fair weather",
+        "under blue skies",
+        "in warm sunshine",
+        "with the sun shining down",
         "in calm, dry weather",
     ],
     "rain": [
@@ -248,6 +251,10 @@ WEATHER_WORLD = {
         "in a light drizzle",
         "while it rains",
         "with rain falling",
+        "as rain pours down",
+        "in a rain shower",
+        "with raindrops falling",
+        "under grey rain clouds",
         "in a steady downpour",
     ],
     "snow": [
@@ -256,6 +263,10 @@ WEATHER_WORLD = {
         "while it snows",
         "in a blizzard",
         "under drifting snowflakes",
+        "under a heavy snowfall",
+        "as snowflakes drift down",
+        "in a snowstorm",
+        "while snow falls softly",
         "with snow coming down",
     ],
     "fog": [
@@ -264,6 +275,10 @@ WEATHER_WORLD = {
         "wrapped in fog",
         "under a blanket of fog",
         "lost in the mist",
+        "in a grey haze",
+        "in misty weather",
+        "with fog everywhere",
+        "hidden in mist",
         "in a dense fog",
     ],
     "thunderstorm": [
@@ -272,6 +287,10 @@ WEATHER_WORLD = {
         "with thunder and lightning",
         "under a stormy sky full of lightning",
         "as thunder rumbles overhead",
+        "in a lightning storm",
+        "as lightning splits the sky",
+        "under rumbling thunderclouds",
+        "in a violent storm",
         "in an electrical storm",
     ],
     "sandstorm": [
@@ -280,6 +299,10 @@ WEATHER_WORLD = {
         "with sand whipping through the air",
         "in a howling sandstorm",
         "as dust blows everywhere",
+        "in blowing sand",
+        "as a dust storm rages",
+        "with gritty winds of sand",
+        "in a cloud of sand",
         "in swirling sand",
     ],
     "ash": [
@@ -288,6 +311,11 @@ WEATHER_WORLD = {
         "in a rain of ash",
         "as ash falls from the sky",
         "in a haze of ash and embers",
+        "as ash rains down",
+        "with soot drifting down",
+        "under an ashen sky",
+        "with glowing embers floating",
+        "as the volcano spits ash",
         "with cinders in the air",
     ],
     "petals": [
@@ -296,6 +324,10 @@ WEATHER_WORLD = {
         "with blossom petals falling",
         "as pink petals float by",
         "in a flurry of petals",
+        "with pink petals everywhere",
+        "as cherry blossoms fall",
+        "with sakura petals in the air",
+        "with petals twirling down",
         "with flower petals on the breeze",
     ],
     "fireflies": [
@@ -304,20 +336,62 @@ WEATHER_WORLD = {
         "lit by fireflies",
         "with fireflies dancing in the air",
         "as fireflies twinkle",
+        "with fireflies blinking",
+        "where fireflies flicker",
+        "with fireflies drifting about",
+        "as fireflies glimmer",
         "among swarms of glowing fireflies",
     ],
 }
 # Weather as an adjective: "a rainy night in the city", "a foggy swamp" (clear: scenes only).
 WEATHER_ADJ = {
-    "clear": ["clear", "cloudless", "calm", "fair", "crisp"],
-    "rain": ["rainy", "wet", "drizzly", "rain-soaked"],
-    "snow": ["snowy", "wintry", "blizzard-swept", "snow-flurried"],
-    "fog": ["foggy", "misty", "fog-bound", "mist-shrouded"],
-    "thunderstorm": ["stormy", "thundery", "lightning-lit", "storm-lashed"],
-    "sandstorm": ["dusty", "sand-blown", "dust-choked", "sandstorm-swept"],
-    "ash": ["ashen", "ash-choked", "ash-filled", "cinder-strewn"],
-    "petals": ["petal-strewn", "petal-filled", "petal-swept", "petal-showered"],
-    "fireflies": ["firefly-lit", "firefly-filled", "firefly-speckled", "firefly-dotted"],
+    "clear": ["clear", "cloudless", "calm", "fair", "sunny", "sunlit", "blue-skied", "crisp"],
+    "rain": ["rainy", "wet", "drizzly", "showery", "drenched", "sodden", "rain-soaked"],
+    "snow": ["snowy", "wintry", "blizzard-swept", "snow-dusted", "snowing", "snow-flurried"],
+    "fog": ["foggy", "misty", "fog-bound", "hazy", "fog-wrapped", "mist-covered", "mist-shrouded"],
+    "thunderstorm": [
+        "stormy",
+        "thundery",
+        "lightning-lit",
+        "thunderous",
+        "storm-tossed",
+        "lightning-struck",
+        "storm-lashed",
+    ],
+    "sandstorm": [
+        "dusty",
+        "sand-blown",
+        "dust-choked",
+        "dust-blown",
+        "gritty",
+        "sand-choked",
+        "sandstorm-swept",
+    ],
+    "ash": [
+        "ashen",
+        "ash-choked",
+        "ash-filled",
+        "sooty",
+        "ash-covered",
+        "ash-dusted",
+        "cinder-strewn",
+    ],
+    "petals": [
+        "petal-strewn",
+        "petal-filled",
+        "petal-swept",
+        "petal-dusted",
+        "blossom-filled",
+        "petal-showered",
+    ],
+    "fireflies": [
+        "firefly-lit",
+        "firefly-filled",
+        "firefly-speckled",
+        "firefly-spangled",
+        "firefly-haunted",
+        "firefly-dotted",
+    ],
 }
 TIME_WORLD = {
     "dawn": [
@@ -326,6 +400,10 @@ TIME_WORLD = {
         "at first light",
         "as the sun comes up",
         "in the early morning",
+        "as morning breaks",
+        "in the pale morning light",
+        "just after sunrise",
+        "in the first rays of the sun",
         "at daybreak",
     ],
     "day": [
@@ -334,6 +412,10 @@ TIME_WORLD = {
         "in bright daylight",
         "at midday",
         "in the afternoon",
+        "in full daylight",
+        "under the noon sun",
+        "on a bright afternoon",
+        "in the daytime",
         "in the middle of the day",
     ],
     "dusk": [
@@ -342,6 +424,10 @@ TIME_WORLD = {
         "in the evening twilight",
         "as the sun goes down",
         "in the golden evening light",
+        "as evening falls",
+        "at the end of the day",
+        "in the fading light",
+        "at the close of day",
         "at twilight",
     ],
     "night": [
@@ -350,15 +436,36 @@ TIME_WORLD = {
         "at midnight",
         "in the dead of night",
         "on a moonlit night",
+        "in the dark of night",
+        "after dark",
+        "beneath a starry sky",
+        "by moonlight",
         "late at night",
     ],
 }
 # Time as the head of a scene: "a stormy night in the desert".
 TIME_NOUNS = {
-    "dawn": ["dawn", "sunrise", "early morning", "daybreak"],
-    "day": ["day", "afternoon", "noon", "midday", "noontime"],
-    "dusk": ["evening", "dusk", "sunset", "twilight", "late evening"],
-    "night": ["night", "midnight", "moonlit night", "late night"],
+    "dawn": ["dawn", "sunrise", "early morning", "morning", "sunup", "early dawn", "daybreak"],
+    "day": ["day", "afternoon", "noon", "midday", "daytime", "high noon", "lunchtime", "noontime"],
+    "dusk": [
+        "evening",
+        "dusk",
+        "sunset",
+        "twilight",
+        "sundown",
+        "nightfall",
+        "eventide",
+        "late evening",
+    ],
+    "night": [
+        "night",
+        "midnight",
+        "moonlit night",
+        "nighttime",
+        "starry night",
+        "dark night",
+        "late night",
+    ],
 }
 SCENES = [
     "{s} in {w}",
@@ -928,6 +1035,24 @@ def _check_banks() -> None:
                 raise ValueError(f"{text!r} ({kind} {name}) is not a training phrasing")
     if "{a} appears" not in train_part(CREATURE_EVENTS):
         raise ValueError("'a {creature} appears' is not a training phrasing")
+
+
+def concept_names() -> list[tuple[str, int, str]]:
+    """(kind, index, name) for the training part of every biome noun, atmosphere and time of
+    day phrasing, and ("other", 0, ...) for creatures and scene details: the names a prompt's
+    phrases are matched to (a phrase nearest to a creature or a detail names no atmosphere)."""
+    out = []
+    for kind, banks, keys in (
+        ("biome", (BIOME_NOUNS,), ws.BIOMES),
+        ("weather", (WEATHER_WORLD, WEATHER_ADJ), ws.WEATHERS),
+        ("time", (TIME_WORLD, TIME_NOUNS), ws.TIMES),
+    ):
+        for bank in banks:
+            for key, options in bank.items():
+                out += [(kind, keys.index(key), name) for name in train_part(options)]
+    for options in (*CREATURE_NOUNS.values(), DETAILS):
+        out += [("other", 0, name) for name in train_part(options)]
+    return out
 
 
 def train_part(options: list) -> list:

@@ -9,7 +9,13 @@ from inference.training import simulator as sim
 from inference.training import train as training
 from inference.world import spec as ws
 from inference.world.engine import WorldEngine
-from inference.world.model import FrameClassifier, ModelConfig, WorldModel, load_classifier
+from inference.world.model import (
+    NAME_KINDS,
+    FrameClassifier,
+    ModelConfig,
+    WorldModel,
+    load_classifier,
+)
 
 
 def small_configs(tmp_path):
@@ -65,10 +71,32 @@ def test_training_resumes_from_its_checkpoint_and_exports_weights(tmp_path):
     training.train(cfg, mcfg, resume=True)
     assert torch.load(cfg.checkpoint, weights_only=False)["step"] == 3
     model = WorldModel.from_file(tmp_path / "weights" / "world_model.safetensors")
-    # the exported model is the trained one plus the biome names prompts are matched to
-    assert model.cfg == replace(mcfg, biome_protos=len(model.biome_proto_ids))
-    assert model.cfg.biome_protos > len(ws.BIOMES)
-    assert set(model.biome_proto_ids.tolist()) == set(range(len(ws.BIOMES)))
+    # the exported model is the trained one plus the concept names prompts are matched to:
+    # every biome, atmosphere and time of day has some
+    assert model.cfg == replace(mcfg, names=len(model.name_ids))
+    named = {}
+    for kind, i in zip(model.name_kinds.tolist(), model.name_ids.tolist(), strict=True):
+        named.setdefault(NAME_KINDS[kind], set()).add(i)
+    assert named["biome"] == set(range(len(ws.BIOMES)))
+    assert named["weather"] == set(range(len(ws.WEATHERS)))
+    assert named["time"] == set(range(len(ws.TIMES)))
+
+
+def test_prompt_heads_train_alone_on_the_exported_weights(tmp_path):
+    cfg, mcfg = small_configs(tmp_path)
+    cfg.steps = 1
+    training.train(cfg, mcfg)
+    path = Path(cfg.out) / "world_model.safetensors"
+    before = WorldModel.from_file(path)
+    acc = training.train_prompt_heads(cfg, steps=3, check=16)
+    after = WorldModel.from_file(path)
+    assert set(acc) >= {"biome", "weather", "time"}
+    changed = {
+        k for k, v in after.state_dict().items() if not torch.equal(v, before.state_dict()[k])
+    }
+    assert changed and all(k.startswith("prompt_heads.") for k in changed)
+    meta = json.loads((Path(cfg.out) / "config.json").read_text())
+    assert meta["prompt_head_steps"] == 3
 
 
 def test_a_smoke_run_exports_weights_that_serve_128_pixel_frames(tmp_path):

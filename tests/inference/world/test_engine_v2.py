@@ -127,6 +127,27 @@ def test_a_place_is_read_from_its_own_phrase_among_other_details(engine, prompt,
     engine.drop_world(wid)
 
 
+@pytest.mark.parametrize(
+    "prompt, key, want",
+    [
+        # the heads alone read these wrong (rain; day): a phrase names what was asked for
+        ("drop me into a desert canyon in calm, dry weather", "weather", "clear"),
+        (
+            "transport me to the winding canyon valley in a lightning storm as the sun comes up",
+            "time",
+            "dawn",
+        ),  # fmt: skip
+    ],
+)
+def test_an_atmosphere_or_time_is_read_from_its_own_phrase(engine, prompt, key, want):
+    heads = engine._text_heads(prompt, engine.model.prompt_heads)
+    names = ws.WEATHERS if key == "weather" else ws.TIMES
+    assert names[int(heads[key].argmax())] != want  # what the phrase reading has to fix
+    wid = engine.create_world(prompt=prompt, seed=5)
+    assert engine.describe(wid)[key] == want
+    engine.drop_world(wid)
+
+
 def test_text_naming_nothing_the_model_can_do_is_unsupported(engine, clear_world):
     wid, _ = clear_world
     before = engine.snapshot(wid)
