@@ -233,6 +233,11 @@ class BatchDecoder:
         self.step_tokens = step_tokens
         self.slots = [Slot(i) for i in range(sequences)]
         self._piece_buffer = ctypes.create_string_buffer(64)
+        # Each token's text and end-of-generation flag, asked of llama.cpp once: every ctypes
+        # call lets go of the GIL, and in the worker the frame and event-loop threads then hold
+        # it for up to a switch interval (5 ms) before the loop gets it back.
+        self._pieces: dict[int, bytes] = {}
+        self._eog: dict[int, bool] = {}
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
         self._closed = False
@@ -431,22 +436,28 @@ class BatchDecoder:
         for slot, tokens, _ in plan:
             slot.tokens.extend(tokens)
             slot.request.pending = slot.request.pending[len(tokens) :]
-        for slot, index in outputs:
-            self._sample(slot, index)
+        if outputs:  # every output's logits in one call, in the batch's order
+            pointer = self._llama.llama_get_logits(self._ctx)
+            rows = np.ctypeslib.as_array(pointer, shape=(len(outputs), self.n_vocab))
+            for (slot, _), logits in zip(outputs, rows, strict=True):
+                self._sample(slot, logits)
 
-    def _sample(self, slot: Slot, index: int) -> None:
+    def _sample(self, slot: Slot, logits: np.ndarray) -> None:
         request = slot.request
         s = request.sampling
         try:
-            pointer = self._llama.llama_get_logits_ith(self._ctx, index)
-            logits = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
             token = sample(logits, request.generated, s, request.rng)
             request.generated.append(token)
             self.generated += 1
             if len(request.generated) == 1:
                 request.stats.prefill_s = time.monotonic() - request.queued_at
                 request.stats.prefill_s -= request.stats.waited_s
-            if self._llama.llama_vocab_is_eog(self._model.vocab, token):
+            eog = self._eog.get(token)
+            if eog is None:
+                eog = self._eog[token] = bool(
+                    self._llama.llama_vocab_is_eog(self._model.vocab, token)
+                )
+            if eog:
                 self._finish(slot)
                 return
             piece = request.text.add(self._piece(token))
@@ -461,6 +472,12 @@ class BatchDecoder:
             self._fail(slot, exc)
 
     def _piece(self, token: int) -> bytes:
+        if token in self._pieces:
+            return self._pieces[token]
+        self._pieces[token] = self._piece_of(token)
+        return self._pieces[token]
+
+    def _piece_of(self, token: int) -> bytes:
         to_piece, vocab = self._llama.llama_token_to_piece, self._model.vocab
         n = to_piece(vocab, token, self._piece_buffer, len(self._piece_buffer), 0, False)
         if n < 0:  # a longer piece than the buffer
