@@ -89,6 +89,9 @@ class FirstPiece:
             yield piece
 
 
+LONG_READ = 64  # prompt tokens evaluated for one request past which it counts as a long read
+
+
 class DecoderWatch:
     """What an embedded model's decode loop did between ``__init__`` and ``read()``: per
     request the prompt tokens evaluated and reused and the tokens generated (medians), and the
@@ -125,6 +128,9 @@ class DecoderWatch:
             "evaluated_mean": mean([s.evaluated for s in done]),
             "generated": median([s.generated for s in done]),
             "generated_mean": mean([s.generated for s in done]),
+            "long_reads": sum(s.evaluated > LONG_READ for s in done),
+            "long_share": sum(s.evaluated for s in done if s.evaluated > LONG_READ)
+            / max(1, sum(s.evaluated for s in done)),
             "prefill_s": median([s.prefill_s for s in done]),
             "decode_s": median([s.decode_s for s in done]),
             "tokens_per_s": tokens / busy if busy else float("nan"),
@@ -279,14 +285,15 @@ def print_loops(loops: list[tuple[str, str, dict]]) -> None:
         return
     print(
         "\n| sessions | requests of | model requests | prompt tokens | reused | evaluated "
-        "(mean) | generated (mean) | seated to 1st token | 1st token to end | loop tokens/s | "
-        "ms/step | loop busy |"
+        f"(mean) | reads of > {LONG_READ} (their share of evaluated) | generated (mean) | seated "
+        "to 1st token | 1st token to end | loop tokens/s | ms/step | loop busy |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for n, kind, d in loops:
         print(
             f"| {n} | {kind} | {d['requests']} | {d['prompt']:.0f} | {d['reused']:.0f} | "
-            f"{d['evaluated']:.0f} ({d['evaluated_mean']:.0f}) | {d['generated']:.0f} "
+            f"{d['evaluated']:.0f} ({d['evaluated_mean']:.0f}) | {d['long_reads']} "
+            f"({d['long_share']:.0%}) | {d['generated']:.0f} "
             f"({d['generated_mean']:.0f}) | {d['prefill_s']:.2f} s | {d['decode_s']:.2f} s | "
             f"{d['tokens_per_s']:.0f} | {d['ms_per_step']:.0f} | {d['busy']:.0%} |"
         )
