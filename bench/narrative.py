@@ -1,24 +1,31 @@
 """Narrative benchmark: story pairs and character replies per second at 1, 4 and 8 concurrent
-sessions, and the frame rate of 8 live players while they chat beside the same without chat,
-in one run.
+sessions asking without pause (the flood) and replies at 8 sessions at a human pace, and the
+frame rate of 8 live players while they chat both ways beside the same without chat, in one run.
 
-    .venv/bin/python bench/narrative.py [--seconds 20] [--backend embedded|openai|off]
+    .venv/bin/python bench/narrative.py [--seconds 20] [--sessions 1 4 8] [--backend ...]
 
 Part 1 drives the narrator through the worker's own generation runner (``NARRATIVE_LM_CONCURRENCY``
 jobs at once, never two of a session), each session asking for its next pair (or reply) as soon
-as the last one came back; for replies also the time to the model's first piece.
+as the last one came back; for replies also the time to the model's first piece. Characters
+keep their whole memory, as the worker keeps it; each one's first reply (its card read cold,
+every session at once) is timed apart, before the window. Then the paced run: replies at the
+largest session count, each session's next line an exponential gap of mean ``PACE_S`` (6 s:
+reading the reply, typing the next line) after its reply came, for ``PACED_LONGER`` times the
+window. Per cell, what the embedded model's decode loop did (``DecoderWatch``): prompt tokens
+per request reused from its sequence and evaluated, long reads, tokens generated, tokens/s.
 Part 2 runs a real InferenceWorker in this process (in-memory channel layer and placement,
 the shipped world model) with 8 character sessions, each player holding a key: N seconds
 without chat, N seconds in which every player says a line, waits for the whole reply and says
-the next, then N seconds without chat again; per player the frame rate of each window and the
-replies completed while chatting, with the first partial line and the whole reply p50/p99. The
-tables are printed before the worker is stopped. If the worker's run() ends mid-run the bench
-exits with its exception instead of waiting; a stop that hangs is reported and cut short; a
-stage that makes no progress within its bound (``Watchdog``) prints every thread's stack and
-every asyncio task's, and the bench exits with status 3.
+the next, 2N seconds in which each says its next line a paced gap after the reply, then N
+seconds without chat again; per player the frame rate of each window and the replies, with the
+first partial line and the whole reply p50/p99 of each chat window and the decode loop's
+account. The tables are printed before the worker is stopped. If the worker's run() ends mid-run
+the bench exits with its exception instead of waiting; a stop that hangs is reported and cut
+short; a stage that makes no progress within its bound (``Watchdog``) prints every thread's
+stack and every asyncio task's, and the bench exits with status 3.
 
-Part 1 prints a markdown table, part 2 one per player (as bench/play.py does). Not part of the
-test suite.
+Part 1 prints markdown tables, part 2 one per player (as bench/play.py does). Medians and p99s
+only: nothing here is asserted. Not part of the test suite.
 """
 
 from __future__ import annotations
