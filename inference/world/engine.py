@@ -543,16 +543,19 @@ class PhraseReading:
 
 
 # A phrase names an atmosphere or a time of day when one of its names is its nearest of all
-# names and at least this close (the same bar a second biome's phrase has to clear).
+# names and at least this close; it weighs by how far past the bar it is, so a faint match
+# never outvotes heads sure of the default ("a dry desert ... under a blazing noon sun" stays
+# clear). Chosen on 720 eval-split prompts of another seed than the evaluation's, keeping every
+# demo world's reading: atmosphere right 91.8% (heads alone 88.5%), time of day 91.1% (83.6%).
 PHRASE_NAME_MIN = 0.7
+PHRASE_NAME_WEIGHT = 40.0
 
 
 def phrase_choice(logits: torch.Tensor, scores: np.ndarray | None) -> int:
-    """A head's class, its log-probability weighed with the phrases that name a class (the
-    same weight a biome's phrase has)."""
+    """A head's class, its log-probability weighed with the phrases that name a class."""
     logp = torch.log_softmax(logits.double(), -1).numpy()
     if scores is not None:
-        logp = logp + PHRASE_WEIGHT * scores
+        logp = logp + PHRASE_NAME_WEIGHT * np.where(scores > 0, scores - PHRASE_NAME_MIN, 0.0)
     return int(np.argmax(logp))
 
 

@@ -259,10 +259,10 @@ class Renderer(nn.Module):
         return self._draw(tokens, offset, weather, minute, phase, sprites)
 
     def _draw(self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0):
-        """A frame is memory-bound (a few table reads per pixel), so it is drawn in three passes
+        """A frame is memory-bound (a few table reads per pixel), so it is drawn in few passes
         over its pixels: one gather lays the tile rows it shows out as an image, sprites are
-        written over it, and one multiply-add per frame crops, lights and scales it (the light
-        maps carry ``scale`` and ``shift``, so bytes come out of the same pass)."""
+        written over it, then each frame's crop is lit and scaled by one multiply-add in place
+        (the light maps carry ``scale`` and ``shift``, so bytes come out of the same pass)."""
         tex, spr, keep, add, light = self.tables()
         b, w, t, o = tokens.shape[0], tokens.shape[2], ws.TILE, ws.OVERLAY
         f, n, dev = (w - 3) * t, (w - 3) + 1, tokens.device  # n: tiles a frame row crosses
@@ -284,11 +284,9 @@ class Renderer(nn.Module):
         g = gain.reshape(b, o * o, 3).gather(1, cidx).mul_(scale).view(b, 1, o, 1, o, 3)
         c = bias.reshape(b, o * o, 3).gather(1, cidx).mul_(scale).add_(shift)
         c = c.view(b, 1, o, 1, o, 3)
-        out = img.new_empty(b, f // o, o, f // o, o, 3)
-        for i, x in enumerate(offset[:, 0].tolist()):
-            crop = img[i, :, x : x + f].view(f // o, o, f // o, o, 3)
-            torch.addcmul(c[i], crop, g[i], out=out[i])
-        return out.view(b, f, f, 3)
+        crop = torch.stack([img[i, :, x : x + f] for i, x in enumerate(offset[:, 0].tolist())])
+        crop = crop.view(b, f // o, o, f // o, o, 3)
+        return torch.addcmul(c, crop, g, out=crop).view(b, f, f, 3)
 
     def _forward_select(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
         tex, spr, keep, add, light = self.tables()

@@ -70,6 +70,8 @@ def test_on_a_desktop_the_world_is_the_largest_square_beside_the_hud(live_url, p
         print(f"{width}x{height}: canvas {canvas['width']:.0f}x{canvas['height']:.0f}")
         assert round(canvas["width"]) == round(canvas["height"])
         assert canvas["height"] >= 0.6 * height
+        # a whole multiple of the frame: every pixel of the world the same size on screen
+        assert round(canvas["width"]) % frame_width == 0
         assert canvas["right"] <= hud["left"]  # beside the HUD, not under or over it
         assert_on_screen(page, "#play-canvas")
         assert page.evaluate("scrollY") == 0

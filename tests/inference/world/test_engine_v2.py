@@ -130,8 +130,8 @@ def test_a_place_is_read_from_its_own_phrase_among_other_details(engine, prompt,
 @pytest.mark.parametrize(
     "prompt, key, want",
     [
-        # the heads alone read these wrong (rain; day): a phrase names what was asked for
-        ("drop me into a desert canyon in calm, dry weather", "weather", "clear"),
+        # the heads alone read these wrong (snow; day): a phrase names what was asked for
+        ("in blowing sand, transport me to a snowbound valley at daybreak", "weather", "sandstorm"),
         (
             "transport me to the winding canyon valley in a lightning storm as the sun comes up",
             "time",
