@@ -59,7 +59,7 @@ SIZES = {
     "codec": 36,  # frames, 4 per atmosphere
     "action": 12,  # worlds
     "revisit": 16,  # worlds, 2 per non-clear atmosphere
-    "prompt": 64,  # worlds, 4 per biome, 7 per atmosphere
+    "prompt": 144,  # worlds, 9 per biome, 16 per atmosphere (64 left the figure +-4 points)
     "event_rounds": 3,  # rounds of one event per value of every kind (39 values)
     "long_worlds": 16,  # one per biome
     "long_frames": 5000,
