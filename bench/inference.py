@@ -7,10 +7,10 @@ one engine.step call; "sequential" makes one call per session, on the same engin
 the same run. Two columns of each, the same walks: on land made beforehand (what a step costs
 when the terrain thread has grown the land ahead, as the worker serves) and into new land with
 the terrain made inside the steps (MaskGIT in the step: the worker never does this, but it shows
-what batching the generator gives). Then a
-second table: 8 players walking into new land at 24 steps a second, with the terrain made inside
-the steps vs grown ahead on the engine's terrain thread (``WorldEngine.start_terrain``, as the
-worker runs it), and how often a player was held at the edge of a chunk not made yet.
+what batching the generator gives). Then a second table: 8 players walking into new land at 24
+steps a second, with the terrain made inside the steps vs grown ahead on the engine's terrain
+thread (``WorldEngine.start_terrain``, as the worker runs it), and how often a player was held
+at the edge of a chunk not made yet.
 """
 
 from __future__ import annotations
