@@ -38,6 +38,7 @@ from worlds.moderation.policy import ensure_not_suspended
 from worlds.moderation.selectors import is_moderator, suspension_active, world_removal
 
 REPORT_RATE_WINDOW_S = 3600
+MAX_SUSPENSION_DAYS = 36500  # a century; 0 (permanent) is the way to say longer
 
 
 class ReportRateLimited(Exception):
@@ -91,10 +92,19 @@ def target_resolve(*, target_type: str, target_id: str) -> Target:
     raise _invalid("target_type", "Choose world, session, user or text.")
 
 
+def _as_pk(key: str) -> int | None:
+    """The integer primary key a target id names, or None for a slug or username.
+
+    ASCII digits only: "²".isdigit() is true but int("²") raises, which answered 500.
+    """
+    return int(key) if key.isascii() and key.isdigit() else None
+
+
 def _world_by_key(key: str) -> World:
     world = World.objects.select_related("creator").filter(slug=key).first()
-    if world is None and key.isdigit():
-        world = World.objects.select_related("creator").filter(pk=int(key)).first()
+    pk = _as_pk(key)
+    if world is None and pk is not None:
+        world = World.objects.select_related("creator").filter(pk=pk).first()
     if world is None:
         raise _invalid("target_id", "No world with this id.")
     return world
@@ -102,8 +112,9 @@ def _world_by_key(key: str) -> World:
 
 def _user_by_key(key: str) -> AbstractBaseUser:
     user = get_user_model().objects.filter(username=key).first()
-    if user is None and key.isdigit():
-        user = get_user_model().objects.filter(pk=int(key)).first()
+    pk = _as_pk(key)
+    if user is None and pk is not None:
+        user = get_user_model().objects.filter(pk=pk).first()
     if user is None:
         raise _invalid("target_id", "No user with this id.")
     return user
@@ -292,8 +303,12 @@ def action_take(
         raise _invalid("reason", "Keep the reason under 1000 characters.")
     if kind not in MODERATOR_ACTIONS:
         raise _invalid("kind", "Unknown action.")
-    if duration_days is not None and duration_days < 0:
-        raise _invalid("duration_days", "A suspension lasts 1 day or more (0: permanent).")
+    if duration_days is not None and not 0 <= duration_days <= MAX_SUSPENSION_DAYS:
+        # Past the cap, now + timedelta overflows (a 500): longer than that is permanent.
+        raise _invalid(
+            "duration_days",
+            f"A suspension lasts 1 to {MAX_SUSPENSION_DAYS} days (0: permanent).",
+        )
     target = target_resolve(target_type=target_type, target_id=target_id)
     apply = _EFFECTS[kind]
     with transaction.atomic():
