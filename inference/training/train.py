@@ -291,10 +291,6 @@ def text_loss(heads, text, kind: str, batch: int, device, gen=None) -> torch.Ten
     return sum(F.cross_entropy(logits[k], targets[k]) for k in logits)
 
 
-def prompt_loss(heads, text, batch: int, device, gen=None) -> torch.Tensor:
-    return text_loss(heads, text, "prompt", batch, device, gen)
-
-
 def losses(
     step_rng, cfg, mcfg, model, classifier, text, prompts, device
 ) -> dict[str, torch.Tensor]:
@@ -317,7 +313,7 @@ def losses(
     solid = torch.tensor([ws.is_solid_token(t) for t in range(ws.NUM_TOKENS)], device=device)
     out["solid"] = F.binary_cross_entropy_with_logits(model.collision(all_tokens), solid.float())
     # text heads
-    out["prompt"] = prompt_loss(model.prompt_heads, text, cfg.batch_text, device)
+    out["prompt"] = text_loss(model.prompt_heads, text, "prompt", cfg.batch_text, device)
     out["event"] = text_loss(model.event_heads, text, "event", cfg.batch_text, device)
     # evaluation classifier and codec encoder: simulator frames only
     frames, scene, cells = classifier_batch(step_rng, cfg.batch_cls, device, mixed=0.3)
@@ -474,6 +470,15 @@ def export(model, classifier, cfg, mcfg, history, steps) -> None:
     print(f"exported weights to {out}")
 
 
+def read_meta(out: str | Path) -> dict:
+    """The exported weights' config.json (what trained them), for the steps run on them later."""
+    return json.loads((Path(out) / "config.json").read_text())
+
+
+def write_meta(out: str | Path, meta: dict) -> None:
+    (Path(out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
 def _portable(train_config: dict) -> dict:
     """Paths inside the repository are recorded relative to it: the file ships with the repo."""
     out = dict(train_config)
@@ -515,9 +520,9 @@ def polish_renderer(cfg: TrainConfig, steps: int) -> None:
         opt.step()
         bar.set_postfix(render=f"{loss.item():.4f}", alpha="soft" if r.soft_alpha else "hard")
     r.soft_alpha = False
-    meta = json.loads((Path(cfg.out) / "config.json").read_text())
+    meta = read_meta(cfg.out)
     meta["renderer_polish_steps"] = meta.get("renderer_polish_steps", 0) + steps
-    (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_meta(cfg.out, meta)
     model.eval().save(path, extra={"steps": str(meta.get("steps_done")), "polish": str(steps)})
     print(f"polished renderer saved to {path}")
 
@@ -541,19 +546,19 @@ def train_prompt_heads(cfg: TrainConfig, steps: int, check: int = 720) -> dict[s
             group["lr"] = (
                 cfg.lr * 0.3 * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps)))
             )
-        loss = prompt_loss(heads, text, cfg.batch_text, "cpu", gen)
+        loss = text_loss(heads, text, "prompt", cfg.batch_text, "cpu", gen)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         bar.set_postfix(prompt=f"{loss.item():.3f}")
     heads.eval()
     after = prompt_head_accuracy(model, check)
-    meta = json.loads((Path(cfg.out) / "config.json").read_text())
+    meta = read_meta(cfg.out)
     model.save(path, extra={"steps": str(meta.get("steps_done"))})
     meta["prompt_head_steps"] = meta.get("prompt_head_steps", 0) + steps
     meta["prompt_head_prompts"] = cfg.n_prompts
     meta["prompt_head_accuracy"] = after
-    (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_meta(cfg.out, meta)
     print(f"prompt heads saved to {path}: before {before}, after {after}")
     return after
 
@@ -610,10 +615,10 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
             "weather": (logits["weather"].argmax(1) == to_t(scene.weather)).float().mean().item(),
         }
     save_classifier(classifier, path)
-    meta = json.loads((Path(cfg.out) / "config.json").read_text())
+    meta = read_meta(cfg.out)
     meta["classifier_steps"] = meta.get("classifier_steps", 0) + steps
     meta["classifier_accuracy"] = {k: round(v, 4) for k, v in acc.items()}
-    (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_meta(cfg.out, meta)
     print(f"classifier saved to {path}: {acc}")
 
 
@@ -664,10 +669,10 @@ def main(argv=None) -> None:
         path = Path(cfg.out) / "world_model.safetensors"
         model = WorldModel.from_file(path)
         n = add_names(model)
-        meta = json.loads((Path(cfg.out) / "config.json").read_text())
+        meta = read_meta(cfg.out)
         meta["model"].pop("biome_protos", None)
         meta["model"]["names"] = n
-        (Path(cfg.out) / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+        write_meta(cfg.out, meta)
         model.save(path, extra={"steps": str(meta.get("steps_done"))})
         print(f"{n} concept names saved to {path}")
         return

@@ -117,10 +117,10 @@ class WorldEngine:
             biome_probs=biome_mix(
                 torch.softmax(heads["biome"], -1).numpy(),
                 two=bool(heads["mixed"].argmax()),
-                phrase_scores=phrases.biome if phrases else None,
+                phrase_scores=phrases.biome,
             ),
-            weather=phrase_choice(heads["weather"], phrases.weather if phrases else None),
-            minute=ws.TIME_MINUTES[phrase_choice(heads["time"], phrases.time if phrases else None)],
+            weather=phrase_choice(heads["weather"], phrases.weather),
+            minute=ws.TIME_MINUTES[phrase_choice(heads["time"], phrases.time)],
             text_emb=emb.astype(np.float32),
         )
         with self._canvas:
@@ -495,23 +495,24 @@ class WorldEngine:
         except KeyError:
             raise KeyError(f"unknown world {world_id!r}") from None
 
-    def _read_phrases(self, text: str) -> PhraseReading | None:
-        """What the prompt's short phrases name, by cosine to the weights' concept names; None
-        when the weights carry no names."""
+    def _read_phrases(self, text: str) -> PhraseReading:
+        """What the prompt's short phrases name, by cosine to the weights' concept names
+        (nothing, for weights without names)."""
         kinds = self.model.name_kinds.cpu().numpy()
         ids = self.model.name_ids.cpu().numpy()
         if not len(ids):
-            return None
+            return PhraseReading(biome=None, weather=None, time=None)
         sims = text_encoder.embed(text_encoder.phrases(text)) @ (
             self.model.name_vecs.cpu().numpy().T
         )  # (phrases, names)
         # biomes: per biome, the nearest phrase to one of its names, and the same over only
         # the phrases nearest to that biome of all biomes
-        biome, claimed = None, None
-        if (kinds == 0).any():
+        biome = None
+        is_biome = kinds == NAME_KINDS.index("biome")
+        if is_biome.any():
             per = np.full((len(sims), len(ws.BIOMES)), -1.0)
-            for b in np.unique(ids[kinds == 0]):
-                per[:, b] = sims[:, (kinds == 0) & (ids == b)].max(1)
+            for b in np.unique(ids[is_biome]):
+                per[:, b] = sims[:, is_biome & (ids == b)].max(1)
             claimed = np.full(len(ws.BIOMES), -1.0)
             np.maximum.at(claimed, per.argmax(1), per.max(1))
             biome = (per.max(0), claimed)
@@ -538,8 +539,8 @@ class PhraseReading:
     """A prompt's phrases matched to concept names (`WorldEngine._read_phrases`)."""
 
     biome: tuple[np.ndarray, np.ndarray] | None  # per biome: nearest phrase, claimed phrase
-    weather: np.ndarray  # per atmosphere: cosine of the nearest phrase naming it (0: none)
-    time: np.ndarray  # per time of day, the same
+    weather: np.ndarray | None  # per atmosphere: cosine of the nearest phrase naming it (0: none)
+    time: np.ndarray | None  # per time of day, the same
 
 
 # A phrase names an atmosphere or a time of day when one of its names is its nearest of all

@@ -252,13 +252,12 @@ class Renderer(nn.Module):
 
     def frames(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
         """Inference: the same frames as uint8 (B, F, F, 3), rounded, NaN drawn black."""
-        img = self._draw(tokens, offset, weather, minute, phase, sprites, scale=255.0, shift=0.5)
+        img = self._forward_gather(tokens, offset, weather, minute, phase, sprites, 255.0, 0.5)
         return img.nan_to_num_(0.0, 255.0, 0.0).clamp_(0, 255).to(torch.uint8)
 
-    def _forward_gather(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
-        return self._draw(tokens, offset, weather, minute, phase, sprites)
-
-    def _draw(self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0):
+    def _forward_gather(
+        self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0
+    ):
         """A frame is memory-bound (a few table reads per pixel), so it is drawn in few passes
         over its pixels: one gather lays the tile rows it shows out as an image, sprites are
         written over it, then each frame's crop is lit and scaled by one multiply-add in place
