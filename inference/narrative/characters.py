@@ -155,6 +155,7 @@ def reply(
     text = wording.trim_to_sentences(
         wording.strip_role(raw, [character.name, "assistant"]), max_chars=room, max_sentences=most
     )
+    text = wording.without_recital(text, character.persona)
     if turn.harmful and text and not _refuses(text):
         text = ""  # what follows a refusal must not take it back
     text = f"{prefix} {text}".strip()

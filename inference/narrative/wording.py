@@ -77,6 +77,17 @@ def talks_about_being_a_model(text: str) -> bool:
     return bool(_MODEL_TALK.search(text) or _AI.search(text))
 
 
+def without_recital(text: str, card: str) -> str:
+    """`text` less the sentences that recite the character card (small models answer "who are
+    you?" with the persona word for word): a reply speaks as the character, not about it."""
+    said = {_words(s) for s in sentences(card) or [card]} - {""}
+    return " ".join(s for s in sentences(text) if not any(c in _words(s) for c in said))
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[\w']+", text.lower()))
+
+
 def strip_role(text: str, names: Iterable[str] = ()) -> str:
     """'Old Tom: Hmph.' -> 'Hmph.' (small models echo the speaker's name)."""
     text = clean(text)

@@ -47,3 +47,11 @@ def test_a_stream_is_read_until_its_stop_condition_and_then_closed():
         pieces(), deadline=float("inf"), stop_when=lambda t: "two" in t, on_text=seen.append
     )
     assert text == "one two " and seen == ["one ", "one two "] and closed == [True]
+
+
+def test_a_reply_never_recites_the_character_card():
+    card = "A gruff marsh ferryman. Hates the rain."
+    said = "Bah. Name's Old Tom. A gruff marsh ferryman."
+    assert wording.without_recital(said, card) == "Bah. Name's Old Tom."
+    assert wording.without_recital("Rain again, blast it!", card) == "Rain again, blast it!"
+    assert wording.without_recital("a GRUFF marsh ferryman!", "A gruff marsh ferryman") == ""
