@@ -123,6 +123,8 @@ class InferenceWorker:
         )  # fmt: skip
         self._narrating: dict[str, asyncio.Lock] = {}  # one narrative step at a time per session
         self._says_waiting: dict[str, int] = {}
+        # Sessions between leaving here and leaving placement: not to be adopted back meanwhile.
+        self._ending: set[str] = set()
         self._joined = 0
         self._probe: str | None = None
         self._probe_seen = asyncio.Event()
@@ -532,12 +534,17 @@ class InferenceWorker:
         if self.sessions.get(session.session_id) is not session:
             return
         session.status = SessionStatus.ENDED
-        if reason not in m.WORKER_FAILURES:
-            await self._keep_world(session)
-        await self._drop_local(session)
-        await asyncio.to_thread(self.placement.record_frames, session.session_id, _frames(session))
-        await asyncio.to_thread(self.placement.release_slot, session.session_id)
-        await asyncio.to_thread(self.placement.delete_snapshot, session.session_id)
+        self._ending.add(session.session_id)
+        try:
+            if reason not in m.WORKER_FAILURES:
+                await self._keep_world(session)
+            await self._drop_local(session)
+            sid = session.session_id
+            await asyncio.to_thread(self.placement.record_frames, sid, _frames(session))
+            await asyncio.to_thread(self.placement.release_slot, sid)
+            await asyncio.to_thread(self.placement.delete_snapshot, sid)
+        finally:
+            self._ending.discard(session.session_id)
         await self._status(session.session_id, "ended", reason=reason)
         log.info("worker %s: session %s ended (%s)", self.name, session.session_id, reason)
         with contextlib.suppress(Exception):
@@ -783,8 +790,9 @@ class InferenceWorker:
                 await self._drop_local(session)
             await asyncio.to_thread(self.failover.register)
         await self._send_placed(await asyncio.to_thread(self.failover.reap))
-        for session_id in await asyncio.to_thread(self.failover.to_adopt, set(self.sessions)):
-            if session_id not in self.sessions:
+        held = set(self.sessions) | self._ending
+        for session_id in await asyncio.to_thread(self.failover.to_adopt, held):
+            if session_id not in self.sessions and session_id not in self._ending:
                 log.warning("worker %s: adopting %s from its snapshot", self.name, session_id)
                 self._dispatch(m.Attach(session_id=session_id, restore=True))
 

@@ -527,6 +527,36 @@ def polish_renderer(cfg: TrainConfig, steps: int) -> None:
     print(f"polished renderer saved to {path}")
 
 
+def fit_light(cfg: TrainConfig, steps: int) -> None:
+    """Renderer steps on its light of the day alone (the 48 half-hour entries), on the exported
+    weights, at minutes drawn evenly over the day: after the simulator's light changes, the
+    rest of the renderer (textures, sprites, atmospheres) need not learn again."""
+    torch.set_num_threads(cfg.threads)
+    path = Path(cfg.out) / "world_model.safetensors"
+    model = WorldModel.from_file(path).train()
+    r = model.renderer
+    opt = torch.optim.AdamW([r.light], lr=0.02, weight_decay=0.0)
+    rng = np.random.default_rng(cfg.seed + 55)
+    bar = tqdm(range(steps), desc="fit light")
+    for step in bar:
+        opt.param_groups[0]["lr"] = 0.02 * (
+            0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps))
+        )
+        scene, _ = sim.random_scenes(rng, cfg.batch_render, frame=cfg.render_frame, things=0.05)
+        scene.minute[:] = rng.integers(0, ws.DAY_MINUTES, len(scene.minute))
+        target = torch.from_numpy(sim.render(scene)).float().div(255)
+        loss = F.mse_loss(model.renderer(*scene_tensors(scene)), target) * 100
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        bar.set_postfix(render=f"{loss.item():.4f}")
+    meta = read_meta(cfg.out)
+    meta["light_fit_steps"] = meta.get("light_fit_steps", 0) + steps
+    write_meta(cfg.out, meta)
+    model.eval().save(path, extra={"steps": str(meta.get("steps_done")), "light": str(steps)})
+    print(f"renderer light saved to {path}")
+
+
 def train_prompt_heads(cfg: TrainConfig, steps: int, check: int = 720) -> dict[str, float]:
     """Extra steps for the prompt heads alone (biome, mixed, atmosphere, time, creature), on
     the exported weights and the current phrasing banks; the rest of the model is untouched
@@ -613,6 +643,10 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
         acc = {
             "biome": (logits["biome"].argmax(1) == frame_biome(cells)).float().mean().item(),
             "weather": (logits["weather"].argmax(1) == to_t(scene.weather)).float().mean().item(),
+            "time": (logits["time"].argmax(1) == to_t([ws.time_label(m) for m in scene.minute]))
+            .float()
+            .mean()
+            .item(),
         }
     save_classifier(classifier, path)
     meta = read_meta(cfg.out)
@@ -646,6 +680,13 @@ def main(argv=None) -> None:
         help="only run STEPS renderer-only steps on the exported weights",
     )
     parser.add_argument(
+        "--fit-light",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="only fit the renderer's light of the day for STEPS steps, on the exported weights",
+    )
+    parser.add_argument(
         "--train-prompt-heads",
         type=int,
         default=0,
@@ -663,6 +704,7 @@ def main(argv=None) -> None:
     polish = args.pop("polish_renderer")
     classifier_steps = args.pop("train_classifier")
     head_steps = args.pop("train_prompt_heads")
+    light_steps = args.pop("fit_light")
     cfg = TrainConfig(**{f.name: args[f.name] for f in fields(TrainConfig)})
     mcfg = ModelConfig(**{f.name: args[f.name] for f in fields(ModelConfig)})
     if names:
@@ -678,6 +720,9 @@ def main(argv=None) -> None:
         return
     if polish:
         polish_renderer(cfg, polish)
+        return
+    if light_steps:
+        fit_light(cfg, light_steps)
         return
     if classifier_steps:
         train_classifier(cfg, classifier_steps)

@@ -227,11 +227,14 @@ class WorldEngine:
                 for p in moving:
                     scenes.append(self._scene(world, p))
                     owners.append(p.player_id)
-        frames = self._render(scenes)
-        out: dict[str, list[np.ndarray]] = {pid: [] for pid in lengths}
-        for pid, frame in zip(owners, frames, strict=True):
-            out[pid].append(frame)
-        return {pid: np.stack(v) for pid, v in out.items()}
+        # rendered owner by owner, so each player's frames are one slice of the batch
+        order = sorted(range(len(scenes)), key=owners.__getitem__)
+        frames = self._render([scenes[i] for i in order])
+        out, start = {}, 0
+        for pid in sorted(lengths):
+            out[pid] = frames[start : start + lengths[pid]]
+            start += lengths[pid]
+        return out
 
     def _check_chunks(self, keys, chunk) -> dict[str, int]:
         lengths = {}
@@ -252,8 +255,13 @@ class WorldEngine:
         batches of their own, so the world keeps the pace of its furthest camera (``_frames``:
         frames made per player) instead of running as many times faster as it has players."""
 
+        memo = world.memo()  # the same tiles are probed frame after frame
+
         def is_solid(tx: int, ty: int) -> bool:
-            return bool(self.solid[world.token_at(tx, ty)])
+            solid = memo.get((tx, ty))
+            if solid is None:
+                solid = memo[(tx, ty)] = bool(self.solid[world.token_at(tx, ty)])
+            return solid
 
         ahead = False
         for p in moving:
@@ -281,7 +289,7 @@ class WorldEngine:
         half, s = ws.FRAME // 2, ws.SPRITE // 2
         left, top = viewer.x - half, viewer.y - half
         tx0, ty0 = left // ws.TILE - 1, top // ws.TILE - 1
-        tokens = world.region(tx0, ty0, ws.WINDOW, ws.WINDOW)
+        tokens = world.view(tx0, ty0)
         entities = [(ws.AVATAR_COLORS + c.kind, c.x, c.y) for c in world.creatures]
         entities += [
             (p.slot % ws.AVATAR_COLORS, p.x, p.y) for p in world.players if p is not viewer
@@ -315,8 +323,9 @@ class WorldEngine:
             for cx in range((x + lo) // px, (x + hi) // px + 1)
         )
 
-    def _render(self, scenes: list[tuple]) -> list[np.ndarray]:
-        frames = []
+    def _render(self, scenes: list[tuple]) -> np.ndarray:
+        """-> (len(scenes), F, F, 3) uint8."""
+        frames = np.empty((len(scenes), ws.FRAME, ws.FRAME, 3), np.uint8)
         for start in range(0, len(scenes), DECODE_BATCH):
             part = scenes[start : start + DECODE_BATCH]
             tokens, offset, weather, minute, phase, sprites = (
@@ -331,7 +340,7 @@ class WorldEngine:
                 torch.from_numpy(phase).long().to(dev),
                 torch.from_numpy(sprites).to(dev),
             )
-            frames.extend(img.cpu().numpy())
+            torch.from_numpy(frames[start : start + len(part)]).copy_(img)
         return frames
 
     # ------------------------------------------------------------ the latent canvas

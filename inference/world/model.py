@@ -26,6 +26,7 @@ from safetensors.torch import load_file, save_file
 from inference.world import spec as ws
 
 LIGHT_STEPS = 48  # the light table holds one entry per half hour, linear in between
+TABLE_BOUND = 1e4  # |frozen renderer table entry|: far past any trained value, no overflow
 # Text heads: output sizes; index 0 of the event heads (and of "creature") means "none".
 PROMPT_HEADS = {
     "biome": len(ws.BIOMES),  # trained on half-and-half targets when two are named
@@ -221,9 +222,14 @@ class Renderer(nn.Module):
 
     @torch.no_grad()
     def freeze(self) -> None:
-        """Cache the weight-only tables for inference (call again after loading weights)."""
+        """Cache the weight-only tables for inference (call again after loading weights).
+        Non-finite entries become 0 and the rest are bounded, so no product of them overflows
+        and a frame needs no NaN pass of its own: broken weights draw black, never garbage."""
         self._frozen = None
-        self._frozen = tuple(x.detach().contiguous() for x in self.tables())
+        self._frozen = tuple(
+            x.detach().nan_to_num(0.0, 0.0, 0.0).clamp(-TABLE_BOUND, TABLE_BOUND).contiguous()
+            for x in self.tables()
+        )
 
     @staticmethod
     def light_at(light: torch.Tensor, minute: torch.Tensor) -> torch.Tensor:
@@ -251,9 +257,10 @@ class Renderer(nn.Module):
         return gain, bias
 
     def frames(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
-        """Inference: the same frames as uint8 (B, F, F, 3), rounded, NaN drawn black."""
+        """Inference: the same frames as uint8 (B, F, F, 3), rounded (from the frozen tables:
+        no NaN)."""
         img = self._forward_gather(tokens, offset, weather, minute, phase, sprites, 255.0, 0.5)
-        return img.nan_to_num_(0.0, 255.0, 0.0).clamp_(0, 255).to(torch.uint8)
+        return img.clamp_(0, 255).to(torch.uint8)
 
     def _forward_gather(
         self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0

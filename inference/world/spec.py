@@ -68,7 +68,7 @@ WEATHERS = (
 # Time of day is continuous: a minute of the day (0..1439) that advances with the world clock.
 # These named moments are what text can ask for, and what the light is called around them.
 TIMES = ("dawn", "day", "dusk", "night")
-TIME_MINUTES = (6 * 60, 12 * 60, 18 * 60 + 30, 23 * 60)
+TIME_MINUTES = (6 * 60 + 30, 12 * 60, 18 * 60 + 30, 23 * 60)  # dawn and dusk at their lights' peaks
 DAY_MINUTES = 24 * 60
 FRAMES_PER_MINUTE = 10  # a whole day in 10 minutes of play at 24 fps
 CREATURES = (
@@ -246,8 +246,13 @@ def move(x: int, y: int, dx: int, dy: int, speed: int, is_solid) -> tuple[int, i
     straight into an obstacle's corner, the box slides sideways round it (up to SLIDE_PX off
     the line) instead of stopping dead."""
 
-    def free(px: int, py: int) -> bool:
-        return not any(is_solid(tx, ty) for tx, ty in box_tiles(px, py))
+    def free(px: int, py: int) -> bool:  # box_tiles unrolled: this runs many times a frame
+        x0, x1 = (px - BOX_HALF) // TILE, (px + BOX_HALF - 1) // TILE
+        for ty in range((py - BOX_HALF) // TILE, (py + BOX_HALF - 1) // TILE + 1):
+            for tx in range(x0, x1 + 1):
+                if is_solid(tx, ty):
+                    return False
+        return True
 
     if dx:
         nx = x + dx * speed

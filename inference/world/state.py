@@ -21,6 +21,7 @@ from inference.world.text import TEXT_DIM
 MAGIC = b"PXWS"
 VERSION = 2  # v2: the 128x128 model (16 biomes, atmospheres, minute of the day, things)
 _HEAD = struct.Struct(">4sHII")  # magic, version, crc32 of body, body length
+MEMO_SIZE = 4096  # entries a world's memo holds before it starts again
 
 
 class SnapshotError(ValueError):
@@ -59,6 +60,10 @@ class WorldState:
     spawned: int = 0  # creatures ever spawned (their ids)
     next_slot: int = 0
     things: list[int] = field(default_factory=list)  # what events placed, in order
+    edits: int = 0  # tokens rewritten since creation: with the chunk count, the canvas version
+    # what the engine derives from the canvas (see `memo`); not part of the state
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
+    _memo_version: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def biome(self) -> int:
@@ -79,6 +84,29 @@ class WorldState:
         chunk = self.chunks.get((tx // ws.CHUNK, ty // ws.CHUNK))
         if chunk is not None:
             chunk[ty % ws.CHUNK, tx % ws.CHUNK] = token
+            self.edits += 1
+
+    def memo(self) -> dict:
+        """A cache for values derived from the canvas (camera windows, solid tiles), emptied
+        whenever the canvas changes. Chunks are only ever added and tokens change only by
+        `set_token`, so (chunk count, edits) is its version; it is read before anything is
+        derived, so a chunk the terrain thread adds meanwhile is never cached as missing."""
+        version = (len(self.chunks), self.edits)
+        if version != self._memo_version or len(self._memo) > MEMO_SIZE:
+            self._memo, self._memo_version = {}, version
+        return self._memo
+
+    def view(self, tx0: int, ty0: int) -> np.ndarray:
+        """The (WINDOW, WINDOW) tokens a camera decodes from tile (tx0, ty0), read-only and
+        cached: a walking camera stays on the same tiles for four frames, a standing one for
+        good."""
+        memo = self.memo()
+        tokens = memo.get(("view", tx0, ty0))
+        if tokens is None:
+            tokens = self.region(tx0, ty0, ws.WINDOW, ws.WINDOW)
+            tokens.flags.writeable = False
+            memo[("view", tx0, ty0)] = tokens
+        return tokens
 
     def region(self, tx0: int, ty0: int, w: int, h: int) -> np.ndarray:
         """Dense (h, w) int64 tokens for tiles [tx0, tx0 + w) x [ty0, ty0 + h); UNKNOWN where

@@ -128,6 +128,26 @@ def _avatar_nearest(jpeg: bytes, dx: int, dy: int) -> int:
     return int(np.argmin(distances))
 
 
+async def _avatars_seen(
+    player: Player, viewer: int, slots: list[int], restored: bool = False
+) -> list[int]:
+    """The avatar colours the viewer's frames show at each of these slots' spawn points: the
+    first frame (from the restored one on, if ``restored``) that shows ``slots``, or the last
+    in WAIT_S. Cameras join one by one, so a viewer's earliest frames may not show everyone."""
+    vx, vy = ws.player_spawn(viewer)
+    deadline = asyncio.get_running_loop().time() + WAIT_S
+    wanted = (lambda h: bool(h[1] & FLAG_RESTORED)) if restored else (lambda h: True)
+    seen: list[int] = []
+    while seen != slots and asyncio.get_running_loop().time() < deadline:
+        _, jpeg = await player.frame(wanted)
+        wanted = lambda h: True  # noqa: E731 (after the first, any frame)
+        seen = [
+            _avatar_nearest(jpeg, ws.player_spawn(s)[0] - vx, ws.player_spawn(s)[1] - vy)
+            for s in slots
+        ]
+    return seen
+
+
 def _brightness(jpeg: bytes) -> float:
     return float(pixels(jpeg).mean())
 
@@ -176,14 +196,11 @@ async def test_three_players_share_one_world_vote_and_survive_a_killed_worker(st
     ]
     players = [Player(s) for s in sockets]
     try:
-        first = [await p.frame() for p in players]
-        # Each player sees everyone where they stand (spawn points by slot), in their colour.
-        for viewer, (_, jpeg) in enumerate(first):
-            vx, vy = ws.player_spawn(viewer)
-            seen = [
-                _avatar_nearest(jpeg, ws.player_spawn(s)[0] - vx, ws.player_spawn(s)[1] - vy)
-                for s in range(3)
-            ]
+        # Each player sees everyone where they stand (spawn points by slot), in their colour:
+        # on the first frames made once all three are in (the first player's earliest frames
+        # were drawn before the others joined).
+        for viewer, player in enumerate(players):
+            seen = await _avatars_seen(player, viewer, [0, 1, 2])
             assert seen == [0, 1, 2], f"player {viewer} sees avatars {seen}"
         statuses = [p.status() for p in players]
         for slot, status in enumerate(statuses):
@@ -233,16 +250,11 @@ async def test_three_players_share_one_world_vote_and_survive_a_killed_worker(st
         stack["workers"][serving].send_signal(signal.SIGKILL)
         for client in players:
             await client.json(_is("status", state="resuming"))
-        after = [await c.frame(lambda header: bool(header[1] & FLAG_RESTORED)) for c in players]
-        assert placement.worker_of(session_id) == survivor
-        for viewer, (_, jpeg) in enumerate(after):
-            vx, vy = ws.player_spawn(viewer)
+        for viewer, client in enumerate(players):
             others = [s for s in range(3) if s != viewer]
-            seen = [
-                _avatar_nearest(jpeg, ws.player_spawn(s)[0] - vx, ws.player_spawn(s)[1] - vy)
-                for s in others
-            ]
-            assert seen == others
+            seen = await _avatars_seen(client, viewer, others, restored=True)
+            assert seen == others, f"after the failover player {viewer} sees avatars {seen}"
+        assert placement.worker_of(session_id) == survivor
         assert placement.seats_of(session_id) == 3
     finally:
         for client, socket in zip(players, sockets, strict=True):

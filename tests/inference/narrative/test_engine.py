@@ -131,7 +131,7 @@ def test_a_full_v2_description_and_one_with_only_a_clock_both_work():
         )
         assert reply.text
     after = narrative.apply_to_description(full, ("time", "dawn"))
-    assert after["time"] == "dawn" and after["clock"] == "06:00"
+    assert after["time"] == "dawn" and after["clock"] == "06:30"
     assert narrative.apply_to_description(full, ("thing", "well"))["things"][-1] == "well"
     assert "things" not in narrative.apply_to_description(clock_only, ("weather", "rain"))
 

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 from inference.world import spec as ws
 from inference.world.engine import PromptError, SnapshotError
@@ -154,11 +155,15 @@ def test_a_chunk_past_the_cap_is_rejected(engine, clear_world):
 def test_nan_in_the_network_never_reaches_a_frame(engine, clear_world):
     _, pid = clear_world
     renderer = engine.model.renderer
-    saved = renderer._frozen
+    saved = {k: v.clone() for k, v in renderer.state_dict().items()}
     try:
-        renderer._frozen = tuple(t.clone().fill_(float("nan")) for t in saved)
+        with torch.no_grad():
+            for p in renderer.parameters():
+                p.fill_(float("nan"))
+        renderer.freeze()
         frames = engine.step({pid: frozenset("d")}, {pid: 2})[pid]
     finally:
-        renderer._frozen = saved
+        renderer.load_state_dict(saved)
+        renderer.freeze()
     assert frames.dtype == np.uint8
     assert (frames == 0).all()  # NaN is mapped to black, never to arbitrary bytes
