@@ -35,6 +35,7 @@ REPLY_SAMPLING = Sampling(
     repeat_penalty=1.25,
     stop=("\n\n", "<|im_end|>", "Traveller:"),
 )
+PREREAD_SAMPLING = Sampling(max_tokens=1, temperature=0.0)
 PARTIAL_EVERY_WORDS = 2  # a partial line goes out every this many new words
 EXAMPLE_CUES = ("Hello.", "Tell me about yourself.", "What's on your mind?", "Go on.")
 
@@ -91,13 +92,18 @@ def read_turn(line: str, world: dict) -> Turn:
     return Turn(harmful=harmful, event=None if moot else event, moot=moot)
 
 
-def messages(character: engine.Character, world: dict, line: str, turn: Turn) -> list[dict]:
+def messages(character: engine.Character, world: dict, line: str) -> list[dict]:
+    """The character's context (``context``), then the line. A harmful ask or a granted wish
+    needs no note here: the reply is begun for the model (``begun_reply``)."""
+    return [*context(character, world), {"role": "user", "content": line}]
+
+
+def context(character: engine.Character, world: dict) -> list[dict]:
     """The card and the world, the creator's lines as earlier turns, the summary, the
-    remembered turns, the line. What changes least comes first, and between two folds of the
-    memory (``engine.character_remember``) a turn's prompt is the last one's with the reply and
-    the new line added: the KV cells the decoder keeps per sequence (``decoding.py``) cover all
-    the rest, so a turn reads only those. A harmful ask or a granted wish needs no note here:
-    the reply is begun for the model (``begun_reply``)."""
+    remembered turns. What changes least comes first, and between two folds of the memory
+    (``engine.character_remember``) a turn's prompt is the last one's with the reply and the
+    new line added: the KV cells the decoder keeps per sequence (``decoding.py``) cover all the
+    rest, so a turn reads only those (and the first turn only its line, after ``preread``)."""
     name = character.name
     examples = [character.greeting, *character.examples][: engine.MAX_EXAMPLES]
     card = [
@@ -118,8 +124,15 @@ def messages(character: engine.Character, world: dict, line: str, turn: Turn) ->
         out.append({"role": "system", "content": f"Earlier: {character.summary}"})
     for speaker, text in character.memory:
         out.append({"role": "user" if speaker == "you" else "assistant", "content": text})
-    out.append({"role": "user", "content": line})
     return out
+
+
+def preread(lm: LanguageModel, character: engine.Character, world: dict, *, deadline: float):
+    """Have the model read the character's context now, while the player types: the decoder
+    keeps its cells (``decoding.py``), so the first reply reads only the player's line instead
+    of the whole card (a short card with two example lines is about 120 tokens, 0.8 s on a
+    quiet core; a long one several times that). One token is generated and dropped."""
+    wording.read_stream(lm.chat(context(character, world), PREREAD_SAMPLING), deadline=deadline)
 
 
 def reply(
@@ -145,7 +158,7 @@ def reply(
         streamer.send(prefix)
     most = 1 if prefix else 2  # sentences the model adds
     raw = wording.read_stream(
-        lm.chat(messages(character, world, line, turn), sampling, prefill=prefix),
+        lm.chat(messages(character, world, line), sampling, prefill=prefix),
         deadline=deadline,
         # Stop as soon as the sentences that will be kept are whole: nothing generated is wasted.
         stop_when=lambda text: len(wording.sentences(text)) >= most,

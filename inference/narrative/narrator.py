@@ -133,6 +133,16 @@ class Narrator:
         turned, reply = engine.character_reply(character, world, line, seed)
         return Answer(turned, GRAMMAR, reply)
 
+    def preread(self, character: engine.Character, world: dict, deadline: float) -> None:
+        """The chat model reads the character's context ahead of the first line; a failure
+        here costs only that head start (the reply will read the context itself)."""
+        lm = self._usable(self.chat_lm, deadline)
+        if lm is not None:
+            try:
+                characters.preread(lm, character, world, deadline=deadline)
+            except Exception as exc:
+                log.info("narrative model %s: no pre-read: %s", lm.name, exc)
+
     # --- backend health ----------------------------------------------------------------------
     def _usable(self, lm: LanguageModel | None, deadline: float) -> LanguageModel | None:
         if lm is None or deadline - time.monotonic() < MIN_TIME_LEFT_S:

@@ -595,8 +595,21 @@ class InferenceWorker:
                 elif isinstance(state, narrative.Character) and not state.greeted:
                     session.narrative, greeting = narrative.character_greet(state)
                     await self._send(session.session_id, m.Line(speaker=state.name, text=greeting))
+                    await self._preread(session)
             except Exception:
                 log.exception("worker %s: narrative of %s failed", self.name, session.session_id)
+
+    async def _preread(self, session: LiveSession) -> None:
+        """While the player reads the greeting and types, the model reads the character's
+        card, so the first reply reads only the line. Queued like any job of the session,
+        behind its replies; nobody waits for it, and with the queue full it is skipped."""
+        character, world = session.narrative, await self._world_change(session, None)
+        with contextlib.suppress(QueueFull):
+            self._runner.submit(
+                session.session_id,
+                lambda deadline: self.narrator.preread(character, world, deadline),
+                timeout_s=REPLY_TIMEOUT_S,
+            )
 
     async def _story_step(self, session: LiveSession, picked: narrative.Option) -> None:
         """A pick: its event changes the world, a line narrates it, the next pair is offered."""

@@ -203,10 +203,30 @@ def test_between_folds_a_turn_reads_only_the_last_reply_and_the_new_line(narrato
     assert tom.summary == "" and len(tom.memory) == 8
 
 
+def test_a_card_read_ahead_leaves_the_first_reply_only_the_line_to_read(narrator):
+    decoder = narrator.chat_lm.load()
+    wren = engine.character_start(
+        {
+            "name": "Captain Wren",
+            "persona": "A sunburnt harbour pilot who counts every gull and trusts no tide table.",
+            "greeting": "Keep your boots dry and your eyes on the buoys.",
+            "examples": ["The tide turns at four. It always turns at four."],
+        }
+    )
+    wren, _ = engine.character_greet(wren)
+    settle(decoder)
+    narrator.preread(wren, BEACH, soon())
+    read = settle(decoder)
+    assert read.evaluated > 100  # nobody had read this card before
+    answer = narrator.reply(wren, BEACH, "is the water deep here?", 1, soon())
+    stats = settle(decoder)
+    assert answer.backend == "embedded:smollm2" and answer.reply.text
+    assert stats.reused >= read.evaluated - 4 and stats.evaluated < 40, stats
+
+
 def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
     tom = engine.character_remember(engine.character_start(TOM), "hello", "Hmph.")
-    turn = characters.read_turn("how deep is the water?", BEACH)
-    prompt = characters.messages(tom, BEACH, "how deep is the water?", turn)
+    prompt = characters.messages(tom, BEACH, "how deep is the water?")
     assert TOM["persona"] in prompt[0]["content"]
     voice = [m["content"] for m in prompt[1:7] if m["role"] == "assistant"]
     assert voice == [TOM["greeting"], *TOM["examples"]]  # the creator's lines as earlier turns
@@ -217,16 +237,13 @@ def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
     assert prompt[-1] == {"role": "user", "content": "how deep is the water?"}
 
 
-PLAIN = characters.Turn(harmful=False, event=None, moot=False)
-
-
 def test_a_summary_that_grows_leaves_the_card_and_examples_first_unchanged():
     # The decoder reuses a sequence's cells up to the first token that differs: the summary
     # (new at every fold of the memory) must come after what stays put.
     tom, prompts = engine.character_start(TOM), []
     for i in range(engine.CHAT_MAX_TURNS // 2 + 1):  # one fold
         tom = engine.character_remember(tom, f"question {i}?", f"Answer {i}.")
-        prompts.append(characters.messages(tom, BEACH, "and then?", PLAIN))
+        prompts.append(characters.messages(tom, BEACH, "and then?"))
     assert prompts[-1][0]["content"] == prompts[0][0]["content"]  # the card
     assert prompts[-1][1:7] == prompts[0][1:7]  # the creator's lines
     earlier = [m for m in prompts[-1] if m["content"].startswith("Earlier:")]
@@ -237,11 +254,11 @@ def test_between_folds_each_prompt_is_the_last_one_with_the_exchange_added():
     tom, prompts = engine.character_start(TOM), []
     for i in range(12):
         line, said = f"question {i}?", f"Answer {i}."
-        prompts.append(characters.messages(tom, BEACH, line, PLAIN))
+        prompts.append(characters.messages(tom, BEACH, line))
         folded = tom.summary
         tom = engine.character_remember(tom, line, said)
         if tom.summary == folded:  # no fold: what the model read last time is read again
-            later = characters.messages(tom, BEACH, "next?", PLAIN)
+            later = characters.messages(tom, BEACH, "next?")
             assert later[: len(prompts[-1])] == prompts[-1]
             assert later[len(prompts[-1])]["content"] == said
     folds = [i for i in range(1, 12) if len(prompts[i]) < len(prompts[i - 1])]

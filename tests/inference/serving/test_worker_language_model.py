@@ -2,6 +2,8 @@
 character): what the session group hears, streamed replies included, and what screening keeps
 back. test_worker_narrative.py covers the same glue with the grammar's deterministic text."""
 
+import asyncio
+import time
 import uuid
 
 import pytest
@@ -101,6 +103,47 @@ async def test_a_reply_streams_as_partial_lines_then_the_final_one(worker, layer
         assert all(p["speaker"] == "Old Tom" and p["partial"] is True for p in partials)
         assert final["speaker"] == "Old Tom" and not final.get("partial") and final["text"]
     assert worker.sessions[session_id].narrative.memory[-1] == ("Old Tom", turns[-1][2]["text"])
+
+
+WREN = {
+    "name": "Captain Wren",
+    "persona": "A sunburnt harbour pilot who counts every gull and trusts no tide table.",
+    "greeting": "Keep your boots dry and your eyes on the buoys.",
+}
+
+
+async def test_the_card_is_read_while_the_greeting_shows_so_the_first_reply_reads_the_line(
+    worker,
+    layer,
+    placement,
+    smollm2,  # noqa: F811
+):
+    decoder = smollm2.load()
+    earlier = {id(stats) for stats in decoder.finished}
+
+    def since():
+        return [stats for stats in list(decoder.finished) if id(stats) not in earlier]
+
+    session_id = str(uuid.uuid4())
+    async with GroupListener(layer, session_id) as listener:
+        attach = {**character_attach(session_id), "character": WREN}  # a card nobody read yet
+        await started(worker, placement, layer, listener, attach)
+        await listener.next(kind_is("session.say"))  # the greeting
+        give_up = time.monotonic() + 30
+        while not since():  # nobody has said anything yet: only the card is read
+            assert time.monotonic() < give_up, "the character's card was not read ahead"
+            await asyncio.sleep(0.05)
+        (read,) = since()
+        await say(layer, worker, session_id, "is the water deep here?")
+        await listener.next(kind_is("session.say"))  # the echo
+        reply = await listener.next(lambda m: m["type"] == "session.say" and not m.get("partial"))
+    assert read.generated == 1 and read.evaluated > 80
+    while len(since()) < 2:  # a reply's sequence is freed at the decoder's next step
+        assert time.monotonic() < give_up + 30, "the reply's request never finished"
+        await asyncio.sleep(0.05)
+    first = since()[1]
+    assert reply["speaker"] == WREN["name"] and reply["text"]
+    assert first.reused >= read.evaluated - 4 and first.evaluated < 40, first
 
 
 async def test_a_generated_line_screening_refuses_is_never_sent(
