@@ -254,7 +254,33 @@ def throughput(
     }
 
 
+def first_replies(narrator: Narrator, rounds: int = 2) -> dict[str, list[float]]:
+    """One session at a time, a character's first reply: its card read cold in the reply, or
+    read ahead (``Narrator.preread``, as the worker does while the greeting shows) and only
+    the reply timed. Each card is one no sequence holds yet (a number after the name)."""
+    out: dict[str, list[float]] = {"cold": [], "ahead": []}
+    for k in range(rounds):
+        for i, persona in enumerate(PERSONAS):
+            world = STORIES[i % len(STORIES)][1]
+            for mode in out:
+                card = {**persona, "name": f"{persona['name']} {k}{mode[0]}"}
+                state, _ = engine.character_greet(engine.character_start(card))
+                if mode == "ahead":
+                    narrator.preread(state, world, time.monotonic() + 30)
+                started = time.monotonic()
+                narrator.reply(state, world, ORDINARY[i % len(ORDINARY)], 1, started + 30)
+                out[mode].append(time.monotonic() - started)
+    return out
+
+
 def print_throughput(narrator: Narrator, seconds: float, sessions: tuple[int, ...]) -> None:
+    if narrator.chat_lm is not None:
+        first = first_replies(narrator)
+        print("\n| a session's first reply, alone | card read in the reply p50 | card read ahead "
+              "while the greeting shows p50 | replies |")  # fmt: skip
+        print("| --- | --- | --- | --- |")
+        print(f"| {narrator.chat_lm.name} | {percentile(first['cold'], 0.5):.2f} s | "
+              f"{percentile(first['ahead'], 0.5):.2f} s | {len(first['cold'])} each |")  # fmt: skip
     print(f"\nrunner: {narrator.concurrency} job(s) at once; flood: each session asks again as "
           f"soon as its answer comes; paced: replies only, {max(sessions)} sessions, each "
           f"asking an exponential gap of mean {PACE_S:g} s after its reply came")  # fmt: skip
