@@ -3,6 +3,7 @@ openai backend against a real llama_cpp.server, and the grammar whenever a model
 
 import re
 import time
+import uuid
 
 import pytest
 
@@ -207,7 +208,7 @@ def test_a_card_read_ahead_leaves_the_first_reply_only_the_line_to_read(narrator
     decoder = narrator.chat_lm.load()
     wren = engine.character_start(
         {
-            "name": "Captain Wren",
+            "name": f"Pilot {uuid.uuid4().hex[:6]}",  # a card no sequence holds yet
             "persona": "A sunburnt harbour pilot who counts every gull and trusts no tide table.",
             "greeting": "Keep your boots dry and your eyes on the buoys.",
             "examples": ["The tide turns at four. It always turns at four."],
@@ -217,11 +218,11 @@ def test_a_card_read_ahead_leaves_the_first_reply_only_the_line_to_read(narrator
     settle(decoder)
     narrator.preread(wren, BEACH, soon())
     read = settle(decoder)
-    assert read.evaluated > 100  # nobody had read this card before
+    assert read.prompt > 100 and read.evaluated > read.prompt - 16  # read now, not before
     answer = narrator.reply(wren, BEACH, "is the water deep here?", 1, soon())
     stats = settle(decoder)
     assert answer.backend == "embedded:smollm2" and answer.reply.text
-    assert stats.reused >= read.evaluated - 4 and stats.evaluated < 40, stats
+    assert stats.reused >= read.prompt - 4 and stats.evaluated < 40, stats
 
 
 def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
