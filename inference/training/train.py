@@ -81,6 +81,11 @@ class TrainConfig:
     checkpoint: str = str(ROOT / "var" / "checkpoints" / "world_model.pt")
 
 
+def cosine(step: int, steps: int) -> float:
+    """The learning-rate factor at `step` of `steps`: cosine decay from 1 to 5%."""
+    return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps))
+
+
 def to_t(x, dtype=torch.long, device="cpu") -> torch.Tensor:
     return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
 
@@ -385,7 +390,7 @@ def train(cfg: TrainConfig, mcfg: ModelConfig, resume: bool = False) -> dict:
     step = start
     for step in bar:
         lr = cfg.lr * min(1.0, (step + 1) / cfg.warmup)
-        lr *= 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))
+        lr *= cosine(step, cfg.steps)
         for group in opt.param_groups:
             group["lr"] = lr
         parts = losses(rng, cfg, mcfg, model, classifier, text, prompts, device)
@@ -539,9 +544,7 @@ def fit_light(cfg: TrainConfig, steps: int) -> None:
     rng = np.random.default_rng(cfg.seed + 55)
     bar = tqdm(range(steps), desc="fit light")
     for step in bar:
-        opt.param_groups[0]["lr"] = 0.02 * (
-            0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps))
-        )
+        opt.param_groups[0]["lr"] = 0.02 * cosine(step, steps)
         scene, _ = sim.random_scenes(rng, cfg.batch_render, frame=cfg.render_frame, things=0.05)
         scene.minute[:] = rng.integers(0, ws.DAY_MINUTES, len(scene.minute))
         target = torch.from_numpy(sim.render(scene)).float().div(255)
@@ -573,9 +576,7 @@ def train_prompt_heads(cfg: TrainConfig, steps: int, check: int = 720) -> dict[s
     bar = tqdm(range(steps), desc="train prompt heads")
     for step in bar:
         for group in opt.param_groups:
-            group["lr"] = (
-                cfg.lr * 0.3 * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps)))
-            )
+            group["lr"] = cfg.lr * 0.3 * cosine(step, steps)
         loss = text_loss(heads, text, "prompt", cfg.batch_text, "cpu", gen)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -627,9 +628,7 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
     bar = tqdm(range(steps), desc="train classifier")
     for step in bar:
         for group in opt.param_groups:
-            group["lr"] = (
-                cfg.lr * 0.5 * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps)))
-            )
+            group["lr"] = cfg.lr * 0.5 * cosine(step, steps)
         frames, scene, cells = classifier_batch(rng, cfg.batch_cls * 2, "cpu", mixed=0.3)
         loss = classifier_loss(classifier, frames, scene, cells, "cpu")
         opt.zero_grad(set_to_none=True)

@@ -315,7 +315,7 @@ class WorldEngine:
     @staticmethod
     def _view_ready(world: WorldState, x: int, y: int) -> bool:
         """Whether every chunk the decode window of a camera at (x, y) reads exists."""
-        return _has_chunks(world, x, y, ws.FRAME // 2 + 2 * ws.TILE)
+        return world.has_chunks(x, y, ws.FRAME // 2 + 2 * ws.TILE)
 
     def _render(self, scenes: list[tuple]) -> np.ndarray:
         """-> (len(scenes), F, F, 3) uint8."""
@@ -405,7 +405,7 @@ class WorldEngine:
         needed: dict[tuple[int, int], int] = {}
         px = ws.CHUNK * ws.TILE
         for x, y in positions:
-            if _has_chunks(world, x, y, reach):  # the usual answer, remembered
+            if world.has_chunks(x, y, reach):  # the usual answer, remembered
                 continue
             for cy in range((y - reach) // px, (y + reach) // px + 1):
                 for cx in range((x - reach) // px, (x + reach) // px + 1):
@@ -555,26 +555,6 @@ class PhraseReading:
 # demo world's reading: atmosphere right 91.8% (heads alone 88.5%), time of day 91.1% (83.6%).
 PHRASE_NAME_MIN = 0.7
 PHRASE_NAME_WEIGHT = 40.0
-
-
-def _has_chunks(world: WorldState, x: int, y: int, reach: int) -> bool:
-    """Whether every chunk within ``reach`` pixels (per axis) of (x, y) exists. The terrain
-    thread asks this for every player at every step and the step for every moving frame, and
-    the answer is mostly yes: a yes is kept in the world's memo (chunks are never removed, so it
-    stays true), keyed by the span of chunks, which changes once every 64 pixels walked."""
-    px = ws.CHUNK * ws.TILE
-    span = ("chunks", (x - reach) // px, (x + reach) // px, (y - reach) // px, (y + reach) // px)
-    memo = world.memo()
-    if span in memo:
-        return True
-    if all(
-        (cx, cy) in world.chunks
-        for cy in range(span[3], span[4] + 1)
-        for cx in range(span[1], span[2] + 1)
-    ):
-        memo[span] = True
-        return True
-    return False
 
 
 def phrase_choice(logits: torch.Tensor, scores: np.ndarray | None) -> int:

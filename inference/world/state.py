@@ -87,7 +87,8 @@ class WorldState:
             self.edits += 1
 
     def memo(self) -> dict:
-        """A cache for values derived from the canvas (camera windows, solid tiles), emptied
+        """A cache for values derived from the canvas (camera windows, solid tiles, spans of
+        chunks that all exist), emptied
         whenever the canvas changes. Chunks are only ever added and tokens change only by
         `set_token`, so (chunk count, edits) is its version; it is read before anything is
         derived, so a chunk the terrain thread adds meanwhile is never cached as missing."""
@@ -107,6 +108,22 @@ class WorldState:
             tokens.flags.writeable = False
             memo[("view", tx0, ty0)] = tokens
         return tokens
+
+    def has_chunks(self, x: int, y: int, reach: int) -> bool:
+        """Whether every chunk within ``reach`` pixels (per axis) of pixel (x, y) exists. Asked
+        for every player at every step (the terrain thread) and every moving frame (the held
+        check), and mostly yes: a yes is memoised by the span of chunks (it stays true, chunks
+        are never removed), which changes once every 64 pixels walked."""
+        px = ws.CHUNK * ws.TILE
+        xs = range((x - reach) // px, (x + reach) // px + 1)
+        ys = range((y - reach) // px, (y + reach) // px + 1)
+        memo, key = self.memo(), ("chunks", xs, ys)
+        if key in memo:
+            return True
+        if all((cx, cy) in self.chunks for cy in ys for cx in xs):
+            memo[key] = True
+            return True
+        return False
 
     def region(self, tx0: int, ty0: int, w: int, h: int) -> np.ndarray:
         """Dense (h, w) int64 tokens for tiles [tx0, tx0 + w) x [ty0, ty0 + h); UNKNOWN where
