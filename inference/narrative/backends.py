@@ -31,6 +31,7 @@ from typing import Protocol
 
 BACKENDS = ("embedded", "openai", "off")
 MODELS = ("smollm2", "gemma")  # embedded weights, by the package that ships them
+WEIGHTS = ("auto", "shipped", "bf16")  # how the embedded weights are held (``run_weights``)
 VAR_MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
 
 
@@ -69,6 +70,7 @@ class NarrativeConfig:
     url: str = ""  # NARRATIVE_LM_URL, e.g. http://gpu-host:8000/v1
     model: str = ""  # NARRATIVE_LM_MODEL: the served model's name
     key: str = field(default="", repr=False)  # NARRATIVE_LM_KEY
+    weights: str = "auto"  # NARRATIVE_LM_WEIGHTS: auto | shipped | bf16 (``run_weights``)
     threads: int = 1  # NARRATIVE_LM_THREADS: llama.cpp threads (1: the frames keep a core)
     concurrency: int = 8  # NARRATIVE_LM_CONCURRENCY: generations at once per worker (1: in turn)
     timeout_s: float = 10.0  # NARRATIVE_LM_TIMEOUT_S: one HTTP request to the openai backend
@@ -86,6 +88,9 @@ class NarrativeConfig:
             models[var] = env.get(var, default).strip().lower() or default
             if models[var] not in MODELS:
                 raise ValueError(f"{var} must be one of {', '.join(MODELS)}")
+        weights = env.get("NARRATIVE_LM_WEIGHTS", "auto").strip().lower() or "auto"
+        if weights not in WEIGHTS:
+            raise ValueError(f"NARRATIVE_LM_WEIGHTS must be one of {', '.join(WEIGHTS)}")
         url = env.get("NARRATIVE_LM_URL", "").strip().rstrip("/")
         if backend == "openai" and not url.startswith(("http://", "https://")):
             raise ValueError("NARRATIVE_LM=openai needs NARRATIVE_LM_URL (http://host:port/v1)")
@@ -93,6 +98,7 @@ class NarrativeConfig:
             backend=backend,
             story_model=models["NARRATIVE_STORY_MODEL"],
             chat_model=models["NARRATIVE_CHAT_MODEL"],
+            weights=weights,
             url=url,
             model=env.get("NARRATIVE_LM_MODEL", "").strip(),
             key=env.get("NARRATIVE_LM_KEY", "").strip(),
@@ -124,23 +130,27 @@ def open_backends(config: NarrativeConfig) -> tuple[LanguageModel | None, Langua
     # Sequences beyond the generations at once keep more sessions' prompts cached.
     sequences = max(MIN_SEQUENCES, config.concurrency)
     return (
-        embedded(config.story_model, config.threads, sequences),
-        embedded(config.chat_model, config.threads, sequences),
+        embedded(config.story_model, config.threads, sequences, config.weights),
+        embedded(config.chat_model, config.threads, sequences, config.weights),
     )
 
 
 MIN_SEQUENCES = 8
-_embedded: dict[tuple[str, int, int], EmbeddedLM] = {}
+_embedded: dict[tuple[str, int, int, str], EmbeddedLM] = {}
 _embedded_lock = threading.Lock()
 
 
-def embedded(model: str, threads: int = 1, sequences: int = MIN_SEQUENCES) -> EmbeddedLM:
+def embedded(
+    model: str, threads: int = 1, sequences: int = MIN_SEQUENCES, weights: str = "auto"
+) -> EmbeddedLM:
     """One EmbeddedLM per model and process: every worker in a process (tests, the embedded
     default) shares its weights, its decode loop and its cached prompts."""
-    key = (model, threads, sequences)
+    key = (model, threads, sequences, weights)
     with _embedded_lock:
         if key not in _embedded:
-            _embedded[key] = EmbeddedLM(model, threads=threads, sequences=sequences)
+            _embedded[key] = EmbeddedLM(
+                model, threads=threads, sequences=sequences, weights=weights
+            )
         return _embedded[key]
 
 
@@ -182,6 +192,55 @@ def weights_path(model: str) -> Path:
 _assemble_lock = threading.Lock()
 
 
+def run_weights(setting: str = "auto") -> str:
+    """How the embedded weights run: "bf16" (every tensor re-encoded to bfloat16 once) or
+    "shipped" (the package's GGUF as it is). "auto" takes bf16 where this llama.cpp build has
+    AVX512-BF16 kernels: there a matrix product over 8 sequences' tokens costs a few single
+    ones, while the shipped Q4_1 and Q4_K formats cost about one per token on a CPU (a decode of
+    8 sequences' tokens, 1 thread: SmolLM2 30 ms against 53, Gemma 52 against 82; one token 10
+    against 7 and 18 against 13; ``inference/README.md``). Elsewhere the shipped file is faster."""
+    if setting not in WEIGHTS:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, not {setting!r}")
+    if setting != "auto":
+        return setting
+    import llama_cpp
+
+    return "bf16" if "AVX512_BF16 = 1" in llama_cpp.llama_print_system_info().decode() else "shipped"
+
+
+def bf16_weights(source: Path) -> Path:
+    """`source` re-encoded to bfloat16 (``llama_model_quantize``, well under a second for
+    SmolLM2, ~5 s for Gemma), once, into var/models/: near lossless from 4-bit weights (next-token
+    KL 0.005 nats against the shipped SmolLM2, the same as two builds of llama.cpp differ by).
+    Written to a file of this process's own, then renamed, as for Gemma's assembly."""
+    import ctypes
+
+    import llama_cpp
+    from llama_cpp._utils import suppress_stdout_stderr
+
+    target = VAR_MODELS / f"{source.stem}.bf16.gguf"
+    with _assemble_lock:
+        if target.exists() and target.stat().st_mtime >= source.stat().st_mtime:
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_BF16
+        params.allow_requantize = True
+        params.nthread = 1
+        try:
+            with suppress_stdout_stderr(disable=False):  # it prints a line per tensor
+                rc = llama_cpp.llama_model_quantize(
+                    str(source).encode(), str(partial).encode(), ctypes.byref(params)
+                )
+            if rc != 0:
+                raise LMError(f"re-encoding {source.name} to bfloat16 failed ({rc})")
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+        return target
+
+
 # --- embedded: llama.cpp in this process ------------------------------------------------------
 
 
@@ -192,10 +251,17 @@ class EmbeddedLM:
     for the next prompt sharing its prefix."""
 
     def __init__(
-        self, model: str = "smollm2", *, threads: int = 1, sequences: int = 8, n_ctx: int = 768
+        self,
+        model: str = "smollm2",
+        *,
+        threads: int = 1,
+        sequences: int = 8,
+        n_ctx: int = 768,
+        weights: str = "auto",
     ) -> None:
         self.model = model
         self.name = f"embedded:{model}"
+        self.encoding = weights  # NARRATIVE_LM_WEIGHTS; at load, what it came to (``run_weights``)
         self.threads = threads
         self.sequences = sequences
         self.n_ctx = n_ctx
@@ -211,11 +277,15 @@ class EmbeddedLM:
                     from llama_cpp import _internals
                 except ImportError:
                     raise LMError("llama-cpp-python is not installed") from None
-                from inference.narrative.decoding import BatchDecoder
+                from inference.narrative.decoding import SPLIT_OUTPUTS, BatchDecoder
 
                 llama_cpp.llama_backend_init()
+                path = weights_path(self.model)
+                self.encoding = run_weights(self.encoding)
+                if self.encoding == "bf16":
+                    path = bf16_weights(path)
                 weights = _internals.LlamaModel(
-                    path_model=str(weights_path(self.model)),
+                    path_model=str(path),
                     params=llama_cpp.llama_model_default_params(),
                     verbose=False,
                 )
@@ -223,6 +293,7 @@ class EmbeddedLM:
                 self.decoder = BatchDecoder(
                     weights, sequences=self.sequences, n_ctx_seq=self.n_ctx,
                     threads=self.threads, name=f"decode-{self.model}",
+                    split_outputs=SPLIT_OUTPUTS[self.encoding],
                 )  # fmt: skip
             return self.decoder
 

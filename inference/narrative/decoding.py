@@ -48,10 +48,12 @@ MIN_P = 0.05
 PENALTY_LAST_N = 64
 MIN_SHARED = 16  # fewer shared tokens than this and a request takes the least recently used slot
 STEP_TOKENS = 64  # at most this many tokens in one step: newcomers' prompts go in chunks
-# llama.cpp's CPU build pays a fixed cost in the output layer (logits over the vocabulary) for a
-# decode with 2 outputs or more: measured on 1 thread, Gemma 12 ms for 1 token, 45 ms for 2, 55
-# for 4, 65 for 8; SmolLM2 6, 16, 26, 40. Up to this many outputs, each gets a call of its own.
-SPLIT_OUTPUTS = 4
+# With the shipped 4-bit weights llama.cpp's CPU build pays a fixed cost in the output layer
+# (logits over the vocabulary) for a decode with 2 outputs or more: measured on 1 thread, Gemma
+# 12 ms for 1 token, 45 ms for 2, 55 for 4, 65 for 8; SmolLM2 6, 16, 26, 40. Up to this many
+# outputs, each gets a call of its own. The bfloat16 weights' matrix products batch (SmolLM2
+# 10 ms for 1, 13 for 2; Gemma 18 and 25): one call, always. By ``backends.run_weights``.
+SPLIT_OUTPUTS = {"shipped": 4, "bf16": 1}
 STEP_LOCK = threading.Lock()  # one step at a time in this process, whichever model
 
 
@@ -206,6 +208,7 @@ class BatchDecoder:
         n_ctx_seq: int = 768,
         threads: int = 1,
         step_tokens: int = STEP_TOKENS,
+        split_outputs: int = SPLIT_OUTPUTS["shipped"],
         name: str = "decode",
     ) -> None:
         import llama_cpp
@@ -231,6 +234,7 @@ class BatchDecoder:
         self.n_ctx_seq = int(llama_cpp.llama_n_ctx_seq(self._ctx))
         self.n_swa = int(llama_cpp.llama_model_n_swa(model.model))
         self.step_tokens = step_tokens
+        self.split_outputs = split_outputs
         self.slots = [Slot(i) for i in range(sequences)]
         self._piece_buffer = ctypes.create_string_buffer(64)
         # Each token's text and end-of-generation flag, asked of llama.cpp once: every ctypes
@@ -397,12 +401,11 @@ class BatchDecoder:
             room -= len(chunk)
         return plan
 
-    @staticmethod
-    def _calls(plan: list[tuple[Slot, list[int], bool]]) -> list[list]:
-        """The step as llama_decode calls: one, unless it has 2 to SPLIT_OUTPUTS outputs;
+    def _calls(self, plan: list[tuple[Slot, list[int], bool]]) -> list[list]:
+        """The step as llama_decode calls: one, unless it has 2 to ``split_outputs`` outputs;
         then a call per output, the prompt chunks that sample nothing with the first."""
         sampled = [entry for entry in plan if entry[2]]
-        if not 2 <= len(sampled) <= SPLIT_OUTPUTS:
+        if not 2 <= len(sampled) <= self.split_outputs:
             return [plan]
         rest = [entry for entry in plan if not entry[2]]
         return [[sampled[0], *rest], *([entry] for entry in sampled[1:])]

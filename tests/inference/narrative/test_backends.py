@@ -8,7 +8,10 @@ from inference.narrative.backends import (
     NarrativeConfig,
     OpenAILM,
     Sampling,
+    bf16_weights,
+    embedded,
     open_backends,
+    run_weights,
     weights_path,
 )
 
@@ -52,11 +55,40 @@ def test_the_config_reads_an_openai_endpoint_and_keeps_its_key_out_of_repr():
         {"NARRATIVE_LM_THREADS": "0"},
         {"NARRATIVE_LM_CONCURRENCY": "-2"},
         {"NARRATIVE_LM_TIMEOUT_S": "soon"},
+        {"NARRATIVE_LM_WEIGHTS": "fp8"},
     ],
 )
 def test_a_bad_setting_fails_loudly(env):
     with pytest.raises(ValueError, match="NARRATIVE_"):
         NarrativeConfig.from_env(env)
+
+
+def test_the_weights_setting_is_read_and_an_explicit_choice_stands():
+    assert NarrativeConfig.from_env({}).weights == "auto"
+    assert NarrativeConfig.from_env({"NARRATIVE_LM_WEIGHTS": " BF16 "}).weights == "bf16"
+    assert run_weights("shipped") == "shipped" and run_weights("bf16") == "bf16"
+    assert run_weights("auto") in {"shipped", "bf16"}
+    with pytest.raises(ValueError, match="weights"):
+        run_weights("int2")
+
+
+def test_the_bfloat16_copy_is_made_once_and_predicts_as_the_shipped_weights_do(smollm2):
+    copy = bf16_weights(weights_path("smollm2"))
+    made = copy.stat().st_mtime_ns
+    assert bf16_weights(weights_path("smollm2")) == copy and copy.stat().st_mtime_ns == made
+    assert copy.stat().st_size > 2 * weights_path("smollm2").stat().st_size  # 16 bits, not 4
+    shipped = embedded("smollm2", weights="shipped")
+    bf16 = embedded("smollm2", weights="bf16")
+    shipped.load(), bf16.load()
+    assert (shipped.encoding, bf16.encoding) == ("shipped", "bf16")
+    # the shipped 4-bit file splits a step's outputs into calls of one; bfloat16 never does
+    assert (shipped.decoder.split_outputs, bf16.decoder.split_outputs) == (4, 1)
+    greedy = Sampling(max_tokens=24, temperature=0.0)
+    for lm in (shipped, bf16):
+        assert "Friday" in "".join(lm.complete("Monday, Tuesday, Wednesday, Thursday,", greedy))
+    # the same reply, or one that parts late: the copy keeps the model's next-token choices
+    a, b = ("".join(lm.chat(GREETING, greedy)).split() for lm in (shipped, bf16))
+    assert a[:4] == b[:4], (a, b)
 
 
 def test_off_opens_no_model():
