@@ -205,7 +205,8 @@ def run_weights(setting: str = "auto") -> str:
         return setting
     import llama_cpp
 
-    return "bf16" if "AVX512_BF16 = 1" in llama_cpp.llama_print_system_info().decode() else "shipped"
+    kernels = llama_cpp.llama_print_system_info().decode()
+    return "bf16" if "AVX512_BF16 = 1" in kernels else "shipped"
 
 
 def bf16_weights(source: Path) -> Path:
