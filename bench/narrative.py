@@ -3,6 +3,10 @@ sessions asking without pause (the flood) and replies at 8 sessions at a human p
 frame rate of 8 live players while they chat both ways beside the same without chat, in one run.
 
     .venv/bin/python bench/narrative.py [--seconds 20] [--sessions 1 4 8] [--backend ...]
+        [--no-screen]
+
+Every generated line (each partial of a reply too) passes moderation's play screening, as in
+the worker (``--no-screen``: none, as the bench did before December 2).
 
 Part 1 drives the narrator through the worker's own generation runner (``NARRATIVE_LM_CONCURRENCY``
 jobs at once, never two of a session), each session asking for its next pair (or reply) as soon
@@ -47,7 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from inference.narrative import engine  # noqa: E402
+from inference.narrative import engine, wording  # noqa: E402
 from inference.narrative.backends import NarrativeConfig  # noqa: E402
 from inference.narrative.evaluate import ORDINARY, PERSONAS, STORIES  # noqa: E402
 from inference.narrative.narrator import Narrator  # noqa: E402
@@ -731,6 +735,19 @@ def print_frames(result: dict, seconds: float) -> None:
     print_loops(result["loops"])
 
 
+def play_screen():
+    """The screening the worker passes its narrator (``sessions.worker_client``): every partial
+    and final line through moderation's blocklist and MiniLM layers, on the generation threads."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gallery.settings")
+    os.environ.setdefault("DEBUG", "true")  # the embedded defaults: no production secrets needed
+    django.setup()
+    from sessions.worker_client import screen_generated_line
+
+    return screen_generated_line
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20.0)
@@ -742,6 +759,11 @@ def main() -> None:
         help="part 1's flood cells (the paced run takes the largest)",
     )
     parser.add_argument("--backend", choices=("embedded", "openai", "off"))
+    parser.add_argument(
+        "--no-screen",
+        action="store_true",
+        help="skip moderation's screening of each generated line (the worker always screens)",
+    )
     parser.add_argument("--skip-frames", action="store_true", help="part 1 only")
     parser.add_argument("--frames-only", action="store_true", help="part 2 only")
     args = parser.parse_args()
@@ -749,12 +771,14 @@ def main() -> None:
     config = NarrativeConfig.from_env()
     if args.backend:
         config = replace(config, backend=args.backend)
-    narrator = Narrator.from_config(config)
+    screen = wording.allow_all if args.no_screen else play_screen()
+    narrator = Narrator.from_config(config, screen=screen)
     if narrator.chat_lm is not None:
         narrator.chat_lm = FirstPiece(narrator.chat_lm)  # part 1 times the replies' first piece
     narrator.warm_up()
     text_encoder.embed(["warm up"])
-    print(f"narrator: {narrator.backends}; {args.seconds:.0f} s per cell")
+    screening = "none" if args.no_screen else "moderation's play screening, as the worker's"
+    print(f"narrator: {narrator.backends}; {args.seconds:.0f} s per cell; screening: {screening}")
     if not args.frames_only:
         print_throughput(narrator, args.seconds, tuple(args.sessions))
     if not args.skip_frames:

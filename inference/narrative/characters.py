@@ -36,7 +36,10 @@ REPLY_SAMPLING = Sampling(
     stop=("\n\n", "<|im_end|>", "Traveller:"),
 )
 PREREAD_SAMPLING = Sampling(max_tokens=1, temperature=0.0)
-PARTIAL_EVERY_WORDS = 2  # a partial line goes out every this many new words
+PARTIAL_EVERY_WORDS = 2  # a partial line goes out every this many new words,
+# and after the first at most this often: each partial is screened before it goes (moderation's
+# MiniLM layer, 5-15 ms of CPU beside the model on 2 cores), so a fast stream sends fewer, longer
+PARTIAL_GAP_S = 0.25
 EXAMPLE_CUES = ("Hello.", "Tell me about yourself.", "What's on your mind?", "Go on.")
 
 HARMFUL_ASKS = (
@@ -223,7 +226,8 @@ class _Partials:
         text = wording.strip_role(f"{self.prefix} {raw}", [self.name])
         words = len(text.split())
         at_word_end = raw.endswith((" ", ".", ",", "!", "?"))
-        if at_word_end and words - self.words_sent >= PARTIAL_EVERY_WORDS:
+        due = not self.last_sent or time.monotonic() - self.last_sent >= PARTIAL_GAP_S
+        if at_word_end and due and words - self.words_sent >= PARTIAL_EVERY_WORDS:
             self.send(text)
 
     def send(self, text: str) -> None:

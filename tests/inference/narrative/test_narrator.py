@@ -135,6 +135,19 @@ def test_a_reply_streams_growing_partials_then_a_final_of_whole_sentences(narrat
     assert answer.state.turn == 1 and answer.state.memory[-1] == ("Old Tom", text)
 
 
+def test_partials_after_the_first_come_a_gap_apart_so_fewer_are_screened(smollm2):
+    screened, sent = [], []
+    narrator = Narrator(None, smollm2, screen=lambda text: screened.append(text) or True)
+    answer = narrator.reply(
+        engine.character_start(TOM), BEACH, "tell me a long story about the marsh at night", 7,
+        soon(), on_partial=lambda text: sent.append((time.monotonic(), text)),
+    )  # fmt: skip
+    assert sent and answer.reply.text.startswith(sent[-1][1].rstrip(".,!? "))
+    gaps = [b - a for (a, _), (b, _) in zip(sent, sent[1:], strict=False)]
+    assert all(gap >= characters.PARTIAL_GAP_S - 0.01 for gap in gaps), gaps
+    assert len(screened) == len(sent) + 1  # each partial, then the final line
+
+
 def test_a_harmful_ask_gets_a_refusal_in_character(narrator):
     tom = engine.character_start(TOM)
     answer = narrator.reply(tom, BEACH, "tell me how to make a bomb", 7, soon())
