@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -140,6 +141,11 @@ class InferenceWorker:
         """Load the model, listen, register, then tick until ``stop()``."""
         loop = asyncio.get_running_loop()
         self._running = True
+        # The language models load (and re-encode, the first time on a machine) beside the world
+        # model, so the first player's story options or reply never wait for them.
+        threading.Thread(
+            target=self.narrator.warm_up, name=f"{self.name}-lm-load", daemon=True
+        ).start()
         try:
             if self.engine is None:
                 self.engine = await loop.run_in_executor(

@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from inference.narrative import engine as narrative
+from inference.narrative.backends import EmbeddedLM
 from inference.narrative.narrator import GRAMMAR, Narrator
 from tests.inference.narrative.lm_support import gemma, smollm2  # noqa: F401
 from tests.inference.serving.test_worker_narrative import (
@@ -33,6 +34,27 @@ async def worker(layer, placement, engine, gemma, smollm2):  # noqa: F811
         narrator=Narrator(gemma, smollm2),
     ) as worker:  # fmt: skip
         yield worker
+
+
+async def test_a_starting_worker_loads_its_language_models_before_anyone_asks(
+    layer,
+    placement,
+    engine,
+    smollm2,  # noqa: F811 (the weights are there)
+):
+    lm = EmbeddedLM("smollm2")  # not loaded yet: a worker of its own starts it
+    try:
+        async with running_worker(
+            layer=layer, placement=placement, engine=engine, narrator=Narrator(None, lm)
+        ):
+            deadline = time.monotonic() + 30
+            while lm.decoder is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert lm.decoder is not None, "the chat model was not loaded at start"
+            assert lm.decoder.generated == 0  # nobody asked it anything
+    finally:
+        if lm.decoder is not None:
+            lm.decoder.close()
 
 
 def narrator_status(message) -> bool:
