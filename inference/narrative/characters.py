@@ -38,7 +38,7 @@ REPLY_SAMPLING = Sampling(
 PREREAD_SAMPLING = Sampling(max_tokens=1, temperature=0.0)
 PARTIAL_EVERY_WORDS = 2  # a partial line goes out every this many new words,
 # and after the first at most this often: each partial is screened before it goes (moderation's
-# MiniLM layer, 5-15 ms of CPU beside the model on 2 cores), so a fast stream sends fewer, longer
+# MiniLM layer, 5-15 ms of CPU beside the model on 2 cores), so a fast stream sends fewer.
 PARTIAL_GAP_S = 0.25
 EXAMPLE_CUES = ("Hello.", "Tell me about yourself.", "What's on your mind?", "Go on.")
 
