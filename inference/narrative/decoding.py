@@ -47,7 +47,16 @@ TOP_K = 40
 MIN_P = 0.05
 PENALTY_LAST_N = 64
 MIN_SHARED = 16  # fewer shared tokens than this and a request takes the least recently used slot
-STEP_TOKENS = 64  # at most this many tokens in one step: newcomers' prompts go in chunks
+# At most this many tokens in one step: newcomers' prompts go in chunks. With a KV stream per
+# sequence llama.cpp runs a step as one pass over the weights per run length (the decoding
+# sequences' one token each, then the prompt chunks), and a pass costs about 25-37 ms before its
+# tokens (bfloat16 SmolLM2, 1 thread; ~0.55 ms a token after): so the prompt chunks of a step
+# are all one length (``_plan``), and a long read (a fold of the memory, ~200 tokens) goes in one
+# pass, not four. llama.cpp reserves logits for a whole step (vocabulary x step tokens floats):
+# a step is at most STEP_LOGITS_BYTES of them (SmolLM2 256 tokens, Gemma's 262k words 64).
+STEP_TOKENS = 256
+MIN_STEP_TOKENS = 64
+STEP_LOGITS_BYTES = 64 * 2**20
 # With the shipped 4-bit weights llama.cpp's CPU build pays a fixed cost in the output layer
 # (logits over the vocabulary) for a decode with 2 outputs or more: measured on 1 thread, Gemma
 # 12 ms for 1 token, 45 ms for 2, 55 for 4, 65 for 8; SmolLM2 6, 16, 26, 40. Up to this many
@@ -215,6 +224,8 @@ class BatchDecoder:
         from llama_cpp import _internals
         from llama_cpp._utils import suppress_stdout_stderr
 
+        n_vocab = int(llama_cpp.llama_vocab_n_tokens(model.vocab))
+        step_tokens = max(MIN_STEP_TOKENS, min(step_tokens, STEP_LOGITS_BYTES // (4 * n_vocab)))
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx_seq * sequences  # llama.cpp gives each sequence its share
         params.n_batch = params.n_ubatch = step_tokens
@@ -230,7 +241,7 @@ class BatchDecoder:
         self._memory = self._context.memory
         self._batch = _internals.LlamaBatch(n_tokens=step_tokens, embd=0, n_seq_max=1)
         self._llama = llama_cpp
-        self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(model.vocab))
+        self.n_vocab = n_vocab
         self.n_ctx_seq = int(llama_cpp.llama_n_ctx_seq(self._ctx))
         self.n_swa = int(llama_cpp.llama_model_n_swa(model.model))
         self.step_tokens = step_tokens
@@ -387,18 +398,19 @@ class BatchDecoder:
 
     def _plan(self) -> list[tuple[Slot, list[int], bool]]:
         """This step's (slot, tokens, sample after?): a token for every sequence generating,
-        then newcomers' prompts, oldest first, in what room is left."""
+        then a chunk of each newcomer's prompt, oldest first, in what room is left: chunks of
+        one length (the shortest prompt left, or the room shared out), so that they take one
+        pass over the weights together (``STEP_TOKENS``)."""
         busy = [slot for slot in self.slots if slot.request is not None]
         plan = [(s, s.request.pending, True) for s in busy if s.request.status is Status.DECODE]
         room = self.step_tokens - len(plan)
         prefill = sorted((s for s in busy if s.request.status is Status.PREFILL),
-                         key=lambda s: s.used_at)  # fmt: skip
-        for slot in prefill:
-            if room <= 0:
-                break
-            chunk = slot.request.pending[:room]
-            plan.append((slot, chunk, len(chunk) == len(slot.request.pending)))
-            room -= len(chunk)
+                         key=lambda s: s.used_at)[: max(room, 0)]  # fmt: skip
+        if prefill:
+            size = min(min(len(s.request.pending) for s in prefill), room // len(prefill))
+            for slot in prefill:
+                chunk = slot.request.pending[:size]
+                plan.append((slot, chunk, len(chunk) == len(slot.request.pending)))
         return plan
 
     def _calls(self, plan: list[tuple[Slot, list[int], bool]]) -> list[list]:

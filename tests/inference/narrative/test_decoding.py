@@ -4,12 +4,13 @@ tests use the real embedded models (lm_support.py); the rest is numpy and text."
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from inference.narrative.backends import LMError, Sampling
-from inference.narrative.decoding import StreamText, sample
+from inference.narrative.decoding import BatchDecoder, Request, Slot, Status, StreamText, sample
 
 GREEDY = Sampling(max_tokens=8, temperature=0.0, repeat_penalty=1.0, seed=1)
 SERIES = {  # a prompt, and the word its continuation must hold
@@ -35,6 +36,28 @@ def complete_all(lm, prompts, sampling=GREEDY):
 
     with ThreadPoolExecutor(len(prompts)) as pool:
         return dict(zip(prompts, pool.map(one, prompts), strict=True))
+
+
+def _slot(seq_id: int, status: Status, pending: int, used_at: int) -> Slot:
+    request = Request("", GREEDY, status=status, pending=list(range(100, 100 + pending)))
+    return Slot(seq_id, request=request, used_at=used_at)
+
+
+def test_a_step_reads_prompt_chunks_of_one_length_after_a_token_for_every_stream():
+    decoding = [_slot(i, Status.DECODE, 1, i) for i in range(6)]
+    reading = [_slot(6, Status.PREFILL, 300, 7), _slot(7, Status.PREFILL, 40, 8)]
+    plan = BatchDecoder._plan(SimpleNamespace(slots=[*reading, *decoding], step_tokens=256))
+    assert [(s.seq_id, len(t), out) for s, t, out in plan[:6]] == [(i, 1, True) for i in range(6)]
+    # the oldest read first; both chunks the shorter's length, so it samples and one pass holds both
+    assert [(s.seq_id, len(t), out) for s, t, out in plan[6:]] == [(6, 40, False), (7, 40, True)]
+    alone = BatchDecoder._plan(SimpleNamespace(slots=[reading[0]], step_tokens=256))
+    assert [(len(t), out) for _, t, out in alone] == [(256, False)]  # the room, then the rest
+
+
+def test_the_room_is_shared_out_when_the_reads_are_long():
+    reading = [_slot(i, Status.PREFILL, 500, i) for i in range(3)]
+    plan = BatchDecoder._plan(SimpleNamespace(slots=reading, step_tokens=64))
+    assert [len(t) for _, t, _ in plan] == [21, 21, 21]
 
 
 # --- on the real model --------------------------------------------------------------------
