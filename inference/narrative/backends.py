@@ -176,7 +176,7 @@ def weights_path(model: str) -> Path:
         # Assembled once from its four chunk packages (SHA-256 checked) into var/models/: into a
         # file of this process's own, then renamed, as several workers may start at once.
         target = VAR_MODELS / gemma.MODEL_NAME
-        with _assemble_lock:
+        with _var_models_lock:
             if target.exists():
                 return Path(gemma.assemble(target))  # checks the SHA-256 of what is there
             partial = target.with_name(f".{target.name}.{os.getpid()}.part")
@@ -189,7 +189,7 @@ def weights_path(model: str) -> Path:
     raise LMError(f"unknown embedded model {model!r}")
 
 
-_assemble_lock = threading.Lock()
+_var_models_lock = threading.Lock()  # one file at a time written into var/models/ per process
 
 
 def run_weights(setting: str = "auto") -> str:
@@ -220,7 +220,7 @@ def bf16_weights(source: Path) -> Path:
     from llama_cpp._utils import suppress_stdout_stderr
 
     target = VAR_MODELS / f"{source.stem}.bf16.gguf"
-    with _assemble_lock:
+    with _var_models_lock:
         if target.exists() and target.stat().st_mtime >= source.stat().st_mtime:
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -262,7 +262,8 @@ class EmbeddedLM:
     ) -> None:
         self.model = model
         self.name = f"embedded:{model}"
-        self.encoding = weights  # NARRATIVE_LM_WEIGHTS; at load, what it came to (``run_weights``)
+        self.weights = weights  # NARRATIVE_LM_WEIGHTS
+        self.encoding: str | None = None  # what that came to at load (``run_weights``)
         self.threads = threads
         self.sequences = sequences
         self.n_ctx = n_ctx
@@ -282,7 +283,7 @@ class EmbeddedLM:
 
                 llama_cpp.llama_backend_init()
                 path = weights_path(self.model)
-                self.encoding = run_weights(self.encoding)
+                self.encoding = run_weights(self.weights)
                 if self.encoding == "bf16":
                     path = bf16_weights(path)
                 weights = _internals.LlamaModel(

@@ -88,10 +88,10 @@ class WorldState:
 
     def memo(self) -> dict:
         """A cache for values derived from the canvas (camera windows, solid tiles, spans of
-        chunks that all exist), emptied
-        whenever the canvas changes. Chunks are only ever added and tokens change only by
-        `set_token`, so (chunk count, edits) is its version; it is read before anything is
-        derived, so a chunk the terrain thread adds meanwhile is never cached as missing."""
+        chunks that all exist), emptied whenever the canvas changes. Chunks are only ever added
+        and tokens change only by `set_token`, so (chunk count, edits) is its version; it is
+        read before anything is derived, so a chunk the terrain thread adds meanwhile is never
+        cached as missing."""
         version = (len(self.chunks), self.edits)
         if version != self._memo_version or len(self._memo) > MEMO_SIZE:
             self._memo, self._memo_version = {}, version
