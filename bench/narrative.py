@@ -17,6 +17,8 @@ largest session count, each session's next line an exponential gap of mean ``PAC
 reading the reply, typing the next line) after its reply came, for ``PACED_LONGER`` times the
 window. Per cell, what the embedded model's decode loop did (``DecoderWatch``): prompt tokens
 per request reused from its sequence and evaluated, long reads, tokens generated, tokens/s.
+Last, one long talk alone (``long_talk``: 40 exchanges, the world changing every 5): what the
+model read per turn, the memory's folds, the reply time.
 Part 2 runs a real InferenceWorker in this process (in-memory channel layer and placement,
 the shipped world model) with 8 character sessions, each player holding a key: N seconds
 without chat, N seconds in which every player says a line, waits for the whole reply and says
@@ -312,6 +314,55 @@ def print_throughput(narrator: Narrator, seconds: float, sessions: tuple[int, ..
     loops.append((f"{n} paced", "replies", paced["decoder"]))
     row(f"{n} paced ({paced['count']} replies)", None, paced)
     print_loops(loops)
+    if narrator.chat_lm is not None:
+        print_long_talk(narrator)
+
+
+LONG_TALK = 40  # exchanges of the long talk
+WORLD_EVERY = 5  # its world changes every this many exchanges
+
+
+def long_talk(narrator: Narrator, exchanges: int = LONG_TALK, every: int = WORLD_EVERY) -> dict:
+    """One character talking alone for `exchanges` turns while its world changes every `every`
+    (the time of day moving on, the weather turning), as a long session goes: what the model
+    read per turn (the decoder's account), how often the memory folded, the reply time. Its
+    card is one no sequence holds yet, read ahead as the worker reads it while the greeting
+    shows; every turn after that is counted."""
+    persona = PERSONAS[0]
+    opening, world = STORIES[0]
+    card = {**persona, "name": f"{persona['name']} {uuid.uuid4().hex[:4]}"}
+    state, _ = engine.character_greet(engine.character_start(card))
+    narrator.preread(state, world, time.monotonic() + 30)
+    watch, folds, times = DecoderWatch(narrator.chat_lm), 0, []
+    weathers, hours = ("clear", "rain", "fog", "snow"), ("dawn", "day", "dusk", "night")
+    for turn in range(exchanges):
+        if turn and turn % every == 0:
+            k = turn // every
+            world = {**world, "weather": weathers[k % 4], "time": hours[(k + 1) % 4]}
+        started = time.monotonic()
+        answer = narrator.reply(state, world, ORDINARY[turn % len(ORDINARY)], turn, started + 30)
+        times.append(time.monotonic() - started)
+        folds += bool(answer.state.summary) and answer.state.summary != state.summary
+        state = answer.state
+    return {"decoder": watch.read(), "folds": folds, "p50": percentile(times, 0.5),
+            "p99": percentile(times, 0.99), "exchanges": exchanges}  # fmt: skip
+
+
+def print_long_talk(narrator: Narrator) -> None:
+    talk = long_talk(narrator)
+    d = talk["decoder"]
+    if not d:
+        return
+    print(f"\none talk alone: {talk['exchanges']} exchanges, the world changing every "
+          f"{WORLD_EVERY}")  # fmt: skip
+    print("\n| prompt tokens (median) | evaluated per turn (mean) | reads of > "
+          f"{LONG_READ} (their share of evaluated) | memory folds | generated (mean) | reply "
+          "p50 | reply p99 |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print(f"| {d['prompt']:.0f} | {d['evaluated']:.0f} ({d['evaluated_mean']:.0f}) | "
+          f"{d['long_reads']} ({d['long_share']:.0%}) | {talk['folds']} | {d['generated']:.0f} "
+          f"({d['generated_mean']:.0f}) | {talk['p50']:.2f} s | {talk['p99']:.2f} s |",
+          flush=True)  # fmt: skip
 
 
 def print_loops(loops: list[tuple[str, str, dict]]) -> None:

@@ -257,7 +257,7 @@ class EmbeddedLM:
         *,
         threads: int = 1,
         sequences: int = 8,
-        n_ctx: int = 768,
+        n_ctx: int = 1024,
         weights: str = "auto",
     ) -> None:
         self.model = model

@@ -98,22 +98,26 @@ def read_turn(line: str, world: dict) -> Turn:
 def messages(character: engine.Character, world: dict, line: str) -> list[dict]:
     """The character's context (``context``), then the line. A harmful ask or a granted wish
     needs no note here: the reply is begun for the model (``begun_reply``)."""
-    return [*context(character, world), {"role": "user", "content": line}]
+    return context(character, world, line)
 
 
-def context(character: engine.Character, world: dict) -> list[dict]:
-    """The card and the world, the creator's lines as earlier turns, the summary, the
-    remembered turns. What changes least comes first, and between two folds of the memory
-    (``engine.character_remember``) a turn's prompt is the last one's with the reply and the
-    new line added: the KV cells the decoder keeps per sequence (``decoding.py``) cover all the
-    rest, so a turn reads only those (and the first turn only its line, after ``preread``)."""
+def context(character: engine.Character, world: dict, line: str | None = None) -> list[dict]:
+    """The card with the world as of the last fold of the memory, the creator's lines as
+    earlier turns, the summary, the remembered turns with the world's changes noted between
+    them. What changes least comes first, and between two folds (``engine.character_remember``)
+    a turn's prompt is the last one's with the reply, any note and the new line added: the KV
+    cells the decoder keeps per sequence (``decoding.py``) cover all the rest, so a turn reads
+    only those (and the first turn only its line, after ``preread``). A character not yet in a
+    world (``noticed``) is shown this one. (The world line is the card's: after the creator's
+    lines, a system message about the place had a 135M model describe it instead of talking
+    in character, 32% of replies in character against 50%.)"""
     name = character.name
     examples = [character.greeting, *character.examples][: engine.MAX_EXAMPLES]
     card = [
         f"You are {name}. {character.persona}",
         f"Speak only as {name}, in one or two short sentences.",
         "Never say you are an AI, a model or an assistant.",
-        f"Where you are: {world_line(world)}",
+        f"Where you are: {character.world or world_line(world)}",
     ]
     more = examples[len(EXAMPLE_CUES) :]  # those beyond the example turns below
     if more:
@@ -125,9 +129,24 @@ def context(character: engine.Character, world: dict) -> list[dict]:
         out += [{"role": "user", "content": cue}, {"role": "assistant", "content": example}]
     if character.summary:
         out.append({"role": "system", "content": f"Earlier: {character.summary}"})
-    for speaker, text in character.memory:
-        out.append({"role": "user" if speaker == "you" else "assistant", "content": text})
+    # A note of the world opens the traveller's next line. Replies in character with a note
+    # before every line (evaluate's 6 personas, 3 seeds): 44% so, 29% with the note a system
+    # message of its own, 51% with none. A note comes only after the world changed.
+    note = ""
+    turns = [*character.memory, *([("you", line)] if line is not None else [])]
+    for speaker, text in turns:
+        if speaker == engine.WORLD_NOTE:
+            note = f"(Now: {text}) "
+        elif speaker == "you":
+            out.append({"role": "user", "content": note + text})
+            note = ""
+        else:
+            out.append({"role": "assistant", "content": text})
     return out
+
+
+def noticed(character: engine.Character, world: dict) -> engine.Character:
+    return engine.character_notice(character, world_line(world))
 
 
 def preread(lm: LanguageModel, character: engine.Character, world: dict, *, deadline: float):
@@ -152,6 +171,7 @@ def reply(
     """Answer one line: the character with the turn remembered, the reply (with any world
     change granted), and whether the model wrote it (False: the grammar's line stands in)."""
     line = wording.clean(line)[:500]
+    character = noticed(character, world)
     turn = read_turn(line, world)
     tone = engine._tone(character.persona)
     sampling = replace(REPLY_SAMPLING, seed=zlib.crc32(f"{seed}:{character.turn}:{line}".encode()))

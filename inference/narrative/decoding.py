@@ -214,7 +214,7 @@ class BatchDecoder:
         model,  # llama_cpp._internals.LlamaModel
         *,
         sequences: int = 8,
-        n_ctx_seq: int = 768,
+        n_ctx_seq: int = 1024,
         threads: int = 1,
         step_tokens: int = STEP_TOKENS,
         split_outputs: int = SPLIT_OUTPUTS["shipped"],

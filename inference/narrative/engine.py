@@ -35,13 +35,16 @@ MAX_LINE_CHARS = 240
 STORY_RECENT_LINES = 4  # lines a prompt quotes whole; older ones live on in the summary
 SUMMARY_CHARS = 400  # the rolling summary keeps its most recent sentences within this
 RECENT_PICKS = 10  # labels of picks remembered, so new options do not repeat them
-CHAT_RECENT_TURNS = 6  # (speaker, text) lines of dialogue still quoted whole after a fold
+CHAT_RECENT_TURNS = 4  # (speaker, text) lines of dialogue still quoted whole after a fold
 # The memory grows to this many lines (or characters) before all but the last CHAT_RECENT_TURNS
 # fold into the summary at once: between folds a prompt only grows at its end, so its model
 # reads only the new exchange (decoding.py keeps a session's cells), not the summary and the
-# memory again every turn.
-CHAT_MAX_TURNS = 12
-CHAT_MEMORY_CHARS = 1200
+# memory again every turn. A fold has the model read the summary and the lines kept again (and
+# the creator's lines too, when the card's world line moved on): every 7th exchange here, every
+# 4th with 12 lines and 6 kept (bench/narrative.py's long talk: 47 tokens read a turn, not 138).
+CHAT_MAX_TURNS = 16
+CHAT_MEMORY_CHARS = 1600  # with a long card, about what a sequence of 1024 tokens holds
+WORLD_NOTE = ""  # the speaker of a memory's note that the world changed (no name is empty)
 
 # --- world events: text the event heads recognise, and what each does ----------------------
 Event = tuple[str, str]
@@ -595,8 +598,10 @@ class Character:
     greeted: bool = False
     last_intent: str = ""
     examples: tuple[str, ...] = ()  # lines the creator wrote in the character's voice
-    memory: tuple[tuple[str, str], ...] = ()  # recent (speaker, text) turns, "you" or the name
+    memory: tuple[tuple[str, str], ...] = ()  # recent (speaker, text) turns, "you" or the name,
+    # and notes of the world changing between them (speaker WORLD_NOTE, the new world line)
     summary: str = ""  # rolling summary of the turns older than `memory`
+    world: str = ""  # the world line its card shows: as it was at its first line or last fold
 
     def to_meta(self) -> dict:
         return {
@@ -610,16 +615,19 @@ class Character:
             "examples": list(self.examples),
             "memory": [list(t) for t in self.memory],
             "summary": self.summary,
+            "world": self.world,
         }
 
 
 def character_remember(character: Character, line: str, reply: str) -> Character:
     """The character with one exchange added to its memory. A memory grown past
     CHAT_MAX_TURNS lines or CHAT_MEMORY_CHARS keeps its last CHAT_RECENT_TURNS and summarises
-    the rest, all at once."""
+    the rest, all at once; the world it last noted becomes its world line and the notes go."""
     turns = (*character.memory, ("you", line), (character.name, reply))
-    if len(turns) <= CHAT_MAX_TURNS and _chars(turns) <= CHAT_MEMORY_CHARS:
+    said = tuple(turn for turn in turns if turn[0] != WORLD_NOTE)
+    if len(said) <= CHAT_MAX_TURNS and _chars(turns) <= CHAT_MEMORY_CHARS:
         return replace(character, memory=turns)
+    world, turns = character_world(character), said
     keep = CHAT_RECENT_TURNS
     while keep > 2 and _chars(turns[-keep:]) > CHAT_MEMORY_CHARS // 2:
         keep -= 2  # long lines: fewer of them stay whole, so the prompt still fits its sequence
@@ -627,7 +635,25 @@ def character_remember(character: Character, line: str, reply: str) -> Character
     for speaker, text in turns[:-keep]:
         who = "The traveller" if speaker == "you" else speaker
         summary = rolling_summary(summary, f"{who} said: {_clip(text, 120)}")
-    return replace(character, memory=turns[-keep:], summary=summary)
+    return replace(character, memory=turns[-keep:], summary=summary, world=world)
+
+
+def character_notice(character: Character, world_line: str) -> Character:
+    """The character with the world as it is now: its world line if it has none yet, else a note
+    in its memory if the world changed since it last saw it. A note costs the next prompt a few
+    tokens at its end; a new world line in the card would make the model read all after it
+    again: the creator's lines, the summary, the memory."""
+    if not character.world:
+        return replace(character, world=world_line)
+    if world_line == character_world(character):
+        return character
+    return replace(character, memory=(*character.memory, (WORLD_NOTE, world_line)))
+
+
+def character_world(character: Character) -> str:
+    """The world line the character last saw: its latest note, else its world line."""
+    notes = [text for speaker, text in character.memory if speaker == WORLD_NOTE]
+    return notes[-1] if notes else character.world
 
 
 def _chars(turns: tuple[tuple[str, str], ...]) -> int:
@@ -825,6 +851,7 @@ def from_meta(meta) -> Story | Character | None:
                 examples=tuple(str(e) for e in meta.get("examples") or []),
                 memory=tuple((str(a), str(b)) for a, b in meta.get("memory") or []),
                 summary=str(meta.get("summary") or ""),
+                world=str(meta.get("world") or ""),
             )
     except (KeyError, IndexError, TypeError, ValueError):
         return None

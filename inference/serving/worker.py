@@ -32,6 +32,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
+from inference.narrative import characters
 from inference.narrative import engine as narrative
 from inference.narrative.narrator import Answer, Narrator
 from inference.narrative.runner import GenerationRunner, QueueFull
@@ -609,7 +610,10 @@ class InferenceWorker:
         """While the player reads the greeting and types, the model reads the character's
         card, so the first reply reads only the line. Queued like any job of the session,
         behind its replies; nobody waits for it, and with the queue full it is skipped."""
-        character, world = session.narrative, await self._world_change(session, None)
+        world = await self._world_change(session, None)
+        # The card shows the world as it is now until the memory folds (``characters.noticed``):
+        # the first reply's prompt then begins as this one, whatever changed in between.
+        character = session.narrative = characters.noticed(session.narrative, world)
         with contextlib.suppress(QueueFull):
             self._runner.submit(
                 session.session_id,

@@ -69,7 +69,7 @@ def lm_server():
     log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
     args = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", "768", "--n_threads", "1", "--verbose", "False"]  # fmt: skip
+            "--n_ctx", "1024", "--n_threads", "1", "--verbose", "False"]  # fmt: skip
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:

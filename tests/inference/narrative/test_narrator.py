@@ -178,16 +178,18 @@ def test_the_character_never_says_it_is_a_model(narrator):
 
 
 LINES = ("hello", "what do you carry?", "where does the river go?", "is the water deep?",
-         "who else lives here?", "any eels today?", "goodbye")  # fmt: skip
+         "who else lives here?", "any eels today?", "what lies across the water?",
+         "is it safe at night?", "goodbye")  # fmt: skip
 
 
 def test_memory_keeps_recent_turns_and_summarises_older_ones_in_the_snapshot(narrator):
     tom = engine.character_start(TOM)
-    for line in LINES:  # 14 lines of dialogue: past CHAT_MAX_TURNS, so the memory has folded
+    for line in LINES:  # 18 lines of dialogue: past CHAT_MAX_TURNS, so the memory has folded
         tom = narrator.reply(tom, BEACH, line, 1, soon()).state
+    kept = engine.CHAT_RECENT_TURNS // 2  # exchanges
     assert len(tom.memory) == engine.CHAT_RECENT_TURNS
-    assert tom.memory[0] == ("you", "who else lives here?")
-    assert "The traveller said: is the water deep?" in tom.summary  # the last line it folded
+    assert tom.memory[0] == ("you", LINES[-kept])
+    assert f"The traveller said: {LINES[-kept - 1]}" in tom.summary  # the last line it folded
     assert engine.from_meta(tom.to_meta()) == tom
 
 
@@ -217,6 +219,21 @@ def test_between_folds_a_turn_reads_only_the_last_reply_and_the_new_line(narrato
     assert tom.summary == "" and len(tom.memory) == 8
 
 
+def test_a_turn_after_the_world_changed_reads_only_the_note_the_last_reply_and_the_line(
+    narrator,
+):
+    decoder = narrator.chat_lm.decoder
+    tom = narrator.reply(engine.character_start(TOM), BEACH, "hello", 1, soon()).state
+    storm = {**BEACH, "weather": "thunderstorm", "creatures": ["crab"]}
+    settle(decoder)
+    answer = narrator.reply(tom, storm, "is that thunder?", 1, soon())
+    stats = settle(decoder)
+    note = f"Now: {stories.world_line(storm)}"
+    assert answer.state.memory[-3] == (engine.WORLD_NOTE, stories.world_line(storm))
+    said = len(tom.memory[-1][1]) + len("is that thunder?") + len(note)
+    assert stats.reused > 150 and stats.evaluated < said / 2 + 24, (stats, said)
+
+
 def test_a_card_read_ahead_leaves_the_first_reply_only_the_line_to_read(narrator):
     decoder = narrator.chat_lm.load()
     wren = engine.character_start(
@@ -242,6 +259,7 @@ def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
     tom = engine.character_remember(engine.character_start(TOM), "hello", "Hmph.")
     prompt = characters.messages(tom, BEACH, "how deep is the water?")
     assert TOM["persona"] in prompt[0]["content"]
+    assert prompt[0]["content"].endswith(f"Where you are: {stories.world_line(BEACH)}")
     voice = [m["content"] for m in prompt[1:7] if m["role"] == "assistant"]
     assert voice == [TOM["greeting"], *TOM["examples"]]  # the creator's lines as earlier turns
     assert prompt[7:9] == [
@@ -264,9 +282,47 @@ def test_a_summary_that_grows_leaves_the_card_and_examples_first_unchanged():
     assert len(earlier) == 1 and "question 0?" in earlier[0]["content"]
 
 
+def test_a_world_that_changes_is_noted_with_the_next_line_and_is_the_card_s_after_a_fold():
+    # A card that said where it is now would change with the world, and everything after it
+    # be read again: the change is noted where it happened instead, and the card's world line
+    # is only rewritten when the memory folds, which rereads what follows the card anyway.
+    rain = {**BEACH, "weather": "rain"}
+    tom = characters.noticed(engine.character_start(TOM), BEACH)
+    tom = engine.character_remember(tom, "hello", "Hmph.")
+    before = characters.messages(tom, rain, "wet enough?")
+    assert characters.noticed(tom, BEACH) == tom  # nothing changed: nothing noted
+    tom = characters.noticed(tom, rain)
+    after = characters.messages(tom, rain, "wet enough?")
+    assert after[:-1] == before[:-1]  # all the model read before
+    assert after[-1] == {
+        "role": "user",
+        "content": f"(Now: {stories.world_line(rain)}) wet enough?",
+    }
+    assert characters.noticed(tom, rain) == tom  # noted once
+    assert engine.from_meta(tom.to_meta()) == tom  # the snapshot keeps the note
+    tom = engine.character_remember(tom, "wet enough?", "Aye.")
+    assert characters.messages(tom, rain, "next?")[: len(after)] == after  # and so the prompt
+    for i in range(engine.CHAT_MAX_TURNS // 2):  # on to the fold
+        tom = engine.character_remember(tom, f"question {i}?", f"Answer {i}.")
+    assert tom.summary and engine.WORLD_NOTE not in [speaker for speaker, _ in tom.memory]
+    assert tom.world == stories.world_line(rain)
+    folded = characters.messages(tom, BEACH, "and then?")  # the world line holds until it is seen
+    assert folded[0]["content"].endswith(f"Where you are: {stories.world_line(rain)}")
+    assert folded[7]["content"].startswith("Earlier:")
+    assert engine.from_meta(tom.to_meta()) == tom
+
+
+def test_notes_of_the_world_do_not_count_as_turns_of_the_memory():
+    tom = characters.noticed(engine.character_start(TOM), BEACH)
+    for i in range(engine.CHAT_MAX_TURNS // 2):  # a full memory, a new world before each turn
+        tom = characters.noticed(tom, {**BEACH, "things": [f"stone {i}"]})
+        tom = engine.character_remember(tom, f"q{i}", f"A{i}.")
+    assert not tom.summary and len(tom.memory) == engine.CHAT_MAX_TURNS + engine.CHAT_MAX_TURNS // 2
+
+
 def test_between_folds_each_prompt_is_the_last_one_with_the_exchange_added():
     tom, prompts = engine.character_start(TOM), []
-    for i in range(12):
+    for i in range(20):
         line, said = f"question {i}?", f"Answer {i}."
         prompts.append(characters.messages(tom, BEACH, line))
         folded = tom.summary
@@ -275,8 +331,12 @@ def test_between_folds_each_prompt_is_the_last_one_with_the_exchange_added():
             later = characters.messages(tom, BEACH, "next?")
             assert later[: len(prompts[-1])] == prompts[-1]
             assert later[len(prompts[-1])]["content"] == said
-    folds = [i for i in range(1, 12) if len(prompts[i]) < len(prompts[i - 1])]
-    assert folds == [7, 11]  # the first when 14 lines would be held, then every 4th turn
+    folds = [i for i in range(1, len(prompts)) if len(prompts[i]) < len(prompts[i - 1])]
+    first, every = (
+        engine.CHAT_MAX_TURNS // 2 + 1,
+        (engine.CHAT_MAX_TURNS - engine.CHAT_RECENT_TURNS) // 2 + 1,
+    )
+    assert folds == [first, first + every]  # the first when the memory overflows, then regularly
 
 
 def test_long_lines_fold_sooner_and_fewer_stay_whole_so_the_prompt_still_fits():
@@ -284,9 +344,9 @@ def test_long_lines_fold_sooner_and_fewer_stay_whole_so_the_prompt_still_fits():
     for i in range(6):
         tom = engine.character_remember(tom, f"{i} {long}", "Hmph.")
         assert sum(len(text) for _, text in tom.memory) <= engine.CHAT_MEMORY_CHARS
-        if i == 2:  # 3 exchanges, not 6: the characters ran out first
-            assert tom.summary.startswith("The traveller said: 0 a very long")
-            assert tom.memory == (("you", f"2 {long}"), ("Old Tom", "Hmph."))
+        if i == 3:  # 4 exchanges, not 8: the characters ran out first
+            assert "The traveller said: 2 a very long" in tom.summary  # the last it folded
+            assert tom.memory == (("you", f"3 {long}"), ("Old Tom", "Hmph."))
     assert tom.memory[-2] == ("you", f"5 {long}")
 
 

@@ -11,6 +11,7 @@ import pytest
 from inference.narrative import engine as narrative
 from inference.narrative.backends import EmbeddedLM
 from inference.narrative.narrator import GRAMMAR, Narrator
+from inference.world import spec as ws
 from tests.inference.narrative.lm_support import gemma, smollm2  # noqa: F401
 from tests.inference.serving.test_worker_narrative import (
     character_attach,
@@ -156,6 +157,8 @@ async def test_the_card_is_read_while_the_greeting_shows_so_the_first_reply_read
             assert time.monotonic() < give_up, "the character's card was not read ahead"
             await asyncio.sleep(0.05)
         (read,) = since()
+        world = worker.engine.worlds[worker.sessions[session_id].world_id]
+        world.weather = ws.WEATHERS.index("thunderstorm")  # the world changes meanwhile
         await say(layer, worker, session_id, "is the water deep here?")
         await listener.next(kind_is("session.say"))  # the echo
         reply = await listener.next(lambda m: m["type"] == "session.say" and not m.get("partial"))
@@ -165,7 +168,9 @@ async def test_the_card_is_read_while_the_greeting_shows_so_the_first_reply_read
         await asyncio.sleep(0.05)
     first = since()[1]
     assert reply["speaker"] == WREN["name"] and reply["text"]
-    assert first.reused >= read.prompt - 4 and first.evaluated < 40, first
+    # the card as read ahead, then the line with a note of the storm
+    assert first.reused >= read.prompt - 4 and first.evaluated < 60, first
+    assert worker.sessions[session_id].narrative.memory[0][0] == narrative.WORLD_NOTE
 
 
 async def test_a_generated_line_screening_refuses_is_never_sent(

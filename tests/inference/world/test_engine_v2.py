@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from inference.world import spec as ws
 from inference.world.engine import UnsupportedEvent
@@ -13,6 +14,32 @@ from inference.world.engine import UnsupportedEvent
 
 def _frame(engine, pid, keys=frozenset(), n=1):
     return engine.step({pid: keys}, {pid: n})[pid][-1]
+
+
+def test_the_served_frames_are_the_frames_the_renderer_was_trained_to_draw(engine):
+    # Frames are served by gathers from the renderer's tables (``_forward_gather``) and trained
+    # through one-hot selection matmuls (``_forward_select``): one function, two ways.
+    prompts = ("a jungle at dusk with fireflies", "city streets in the rain", "a snowy night")
+    wids = [engine.create_world(prompt=p, seed=70 + i) for i, p in enumerate(prompts)]
+    pids = [engine.add_player(w) for w in wids]
+    engine.add_player(wids[0])  # a second avatar in view
+    engine.step({p: frozenset("ds") for p in pids}, {p: 3 for p in pids})
+    scenes = [engine._scene(engine.worlds[w], engine.worlds[w].players[0]) for w in wids]
+    scenes += [engine._scene(engine.worlds[wids[0]], engine.worlds[wids[0]].players[1])]
+    tokens, offset, weather, minute, phase, sprites = (
+        torch.from_numpy(np.stack([np.asarray(s[i]) for s in scenes])).long() for i in range(6)
+    )
+    assert (sprites[:, :, 0] >= 0).sum() >= len(scenes) + 1  # avatars (and creatures) drawn
+    renderer = engine.model.renderer
+    with torch.no_grad():
+        served = renderer.frames(tokens, offset, weather, minute, phase, sprites).int()
+        trained = renderer._forward_select(tokens, offset, weather, minute, phase, sprites)
+    trained = (trained * 255 + 0.5).clamp(0, 255).to(torch.uint8).int()
+    assert served.shape == (len(scenes), ws.FRAME, ws.FRAME, 3)
+    assert (served - trained).abs().max() <= 1  # float rounding, nothing more
+    assert (served != trained).float().mean() < 0.01
+    for wid in wids:
+        engine.drop_world(wid)
 
 
 def test_frames_are_128_pixels_square(engine, clear_world):
