@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from inference.serving import messages
@@ -389,18 +390,26 @@ def sessions_reap(*, now: datetime | None = None) -> list[PlaySession]:
     now = now or timezone.now()
     grace = timedelta(seconds=settings.SESSION_RECONNECT_GRACE_SECONDS)
     ended = []
-    for session in PlaySession.objects.filter(status__in=ACTIVE_STATUSES):
+    # Every open seat in one query, not one per session: the reaper runs every few seconds.
+    open_seats = Prefetch("seats", queryset=Seat.objects.filter(left_at=None), to_attr="open")
+    for session in PlaySession.objects.filter(status__in=ACTIVE_STATUSES).prefetch_related(
+        open_seats
+    ):
         if session_too_long(session=session, now=now):
             ended.append(session_end(session=session, reason=EndReason.MAX_LENGTH))
             continue
-        for seat in session.seats.filter(left_at=None).select_related("session"):
+        staying = 0
+        for seat in session.open:
             reason = seat_expiry_reason(seat=seat, now=now, last_input=None)
             if reason is None and seat.disconnected_at and now - seat.disconnected_at >= grace:
                 reason = EndReason.ABANDONED
             if reason is not None:
                 seats.seat_leave(seat=seat, reason=reason)
-        if not session.seats.filter(left_at=None).exists():
-            # Every seat left (or none was ever taken): the session goes with them.
+            else:
+                staying += 1
+        # Every seat left (or none was ever taken): the session goes with them, unless a
+        # player took a seat since the seats were read.
+        if not staying and not session.seats.filter(left_at=None).exists():
             ended.append(session_end(session=session, reason=EndReason.ABANDONED))
     queue_promote()
     return ended

@@ -272,17 +272,12 @@ class Renderer(nn.Module):
         tex, spr, keep, add, light = self.tables()
         b, w, t, o = tokens.shape[0], tokens.shape[2], ws.TILE, ws.OVERLAY
         f, n, dev = (w - 3) * t, (w - 3) + 1, tokens.device  # n: tiles a frame row crosses
-        tokens = tokens.long().contiguous()
+        tokens = tokens.long()
         # frame row r is pixel row (r + offset_y) % 8 of window tile row 1 + (r + offset_y) // 8;
         # gathering those tile rows (8 pixels each) for window columns 1..n makes, per frame,
         # an image 8n pixels wide whose columns offset_x .. offset_x + F are the frame
-        # (Rows picked by index_select on flat views throughout: a gather along a dimension
-        # with an expanded index costs several times as much on the CPU.)
         r = offset[:, 1, None] + torch.arange(f, device=dev)  # (B, F)
-        window_rows = (torch.arange(b, device=dev)[:, None] * w + 1 + r // t).view(-1)
-        tile_rows = (
-            tokens.view(b * w, w).index_select(0, window_rows).view(b, f, w)[:, :, 1 : 1 + n]
-        )
+        tile_rows = tokens.gather(1, (1 + r // t)[:, :, None].expand(b, f, w))[:, :, 1 : 1 + n]
         idx = tile_rows * t + (r % t)[:, :, None]  # (B, F, n) rows of the (K * 8, 24) table
         img = tex.view(-1, t * 3).index_select(0, idx.reshape(-1)).view(b, f, n * t, 3)
         self._composite(img, sprites, spr, offset[:, 0])
@@ -291,10 +286,9 @@ class Renderer(nn.Module):
         ao = torch.arange(o, device=dev)
         ry = (ao[None, :] + phase[:, 1, None]) % o  # (B, 32)
         rx = (ao[None, :] + phase[:, 0, None]) % o
-        cidx = (ry[:, :, None] * o + rx[:, None, :]).view(b, o * o)
-        cidx = (cidx + torch.arange(b, device=dev)[:, None] * (o * o)).view(-1)
-        g = gain.reshape(b * o * o, 3).index_select(0, cidx).mul_(scale).view(b, 1, o, 1, o, 3)
-        c = bias.reshape(b * o * o, 3).index_select(0, cidx).mul_(scale).add_(shift)
+        cidx = (ry[:, :, None] * o + rx[:, None, :]).view(b, o * o, 1).expand(b, o * o, 3)
+        g = gain.reshape(b, o * o, 3).gather(1, cidx).mul_(scale).view(b, 1, o, 1, o, 3)
+        c = bias.reshape(b, o * o, 3).gather(1, cidx).mul_(scale).add_(shift)
         c = c.view(b, 1, o, 1, o, 3)
         crop = torch.stack([img[i, :, x : x + f] for i, x in enumerate(offset[:, 0].tolist())])
         crop = crop.view(b, f // o, o, f // o, o, 3)

@@ -4,6 +4,8 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sessions import seats, services
@@ -214,6 +216,24 @@ def test_the_reaper_keeps_sessions_with_recent_input(world, player, worker_slots
     assert services.sessions_reap(now=later) == []
     session.refresh_from_db()
     assert session.status == SessionStatus.STARTING
+
+
+def test_the_reaper_reads_every_session_s_seats_in_a_constant_number_of_queries(
+    world, worker_slots, short_limits
+):
+    worker_slots.add(capacity=8)
+    for _ in range(2):
+        session, _ = _create(world, make_user())
+        seats.seat_attached(seat=session.seats.get(slot=0), channel="")
+    soon = timezone.now() + timedelta(seconds=10)  # nobody idle yet: nothing to do
+    with CaptureQueriesContext(connection) as two:
+        assert services.sessions_reap(now=soon) == []
+    for _ in range(4):
+        session, _ = _create(world, make_user())
+        seats.seat_attached(seat=session.seats.get(slot=0), channel="")
+    with CaptureQueriesContext(connection) as six:
+        assert services.sessions_reap(now=soon) == []
+    assert len(six) == len(two)
 
 
 def test_the_reaper_ends_sessions_past_the_maximum_length(
