@@ -329,7 +329,7 @@ def long_talk(narrator: Narrator, exchanges: int = LONG_TALK, every: int = WORLD
     card is one no sequence holds yet, read ahead as the worker reads it while the greeting
     shows; every turn after that is counted."""
     persona = PERSONAS[0]
-    opening, world = STORIES[0]
+    _, world = STORIES[0]
     card = {**persona, "name": f"{persona['name']} {uuid.uuid4().hex[:4]}"}
     state, _ = engine.character_greet(engine.character_start(card))
     narrator.preread(state, world, time.monotonic() + 30)
