@@ -560,6 +560,75 @@ def fit_light(cfg: TrainConfig, steps: int) -> None:
     print(f"renderer light saved to {path}")
 
 
+def sprite_errors(model: WorldModel, rng, scenes: int = 64) -> dict[str, float]:
+    """Mean absolute error (0-255) of the frames against the simulator on the pixels each
+    sprite kind covers, one kind at a time (scenes full of it, hard alpha as the engine
+    draws): a sprite drawn wrong, or not at all, stands out here as nowhere else."""
+    r, out = model.renderer, {}
+    kinds = [f"avatar {i}" for i in range(ws.AVATAR_COLORS)] + list(ws.CREATURES)
+    with torch.no_grad():
+        for kind, name in enumerate(kinds):
+            scene, _ = sim.random_scenes(rng, scenes, sprite_prob=1.0, frame=64, things=0.0)
+            scene.sprites[:, :, 0] = np.where(scene.sprites[:, :, 0] >= 0, kind, -1)
+            target = sim.render(scene).astype(np.float64)
+            drawn = model.renderer(*scene_tensors(scene)).clamp(0, 1).numpy() * 255
+            cover = sprite_cover(scene)
+            out[name] = float(np.abs(drawn - target)[cover].mean()) if cover.any() else 0.0
+    r.soft_alpha = False
+    return out
+
+
+def sprite_cover(scene: sim.Scene) -> np.ndarray:
+    """(B, F, F) bool: the pixels some sprite of each scene covers (the simulator's shapes)."""
+    b, f = len(scene.weather), scene.frame
+    cover = np.zeros((b, f + 2 * ws.SPRITE, f + 2 * ws.SPRITE), dtype=bool)  # room off-frame
+    for i, e in zip(*np.nonzero(scene.sprites[:, :, 0] >= 0), strict=True):
+        kind, sx, sy = scene.sprites[i, e]
+        y, x = sy + ws.SPRITE, sx + ws.SPRITE
+        if 0 <= y <= f + ws.SPRITE and 0 <= x <= f + ws.SPRITE:
+            cover[i, y : y + ws.SPRITE, x : x + ws.SPRITE] |= sim.SPRITES[kind][..., 3] > 0
+    return cover[:, ws.SPRITE : ws.SPRITE + f, ws.SPRITE : ws.SPRITE + f]
+
+
+def fit_sprites(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
+    """Renderer steps on its sprite textures alone, on the exported weights, on scenes full of
+    sprites: soft alpha for the first half, then the hard alpha the engine draws (as
+    ``polish_renderer``, without moving the tiles, light or atmospheres). For a sprite the
+    full polish left drawing the wrong pixels. -> per-kind sprite error before and after."""
+    torch.set_num_threads(cfg.threads)
+    path = Path(cfg.out) / "world_model.safetensors"
+    model = WorldModel.from_file(path).train()
+    r = model.renderer
+    before = sprite_errors(model, np.random.default_rng(cfg.seed + 91))
+    opt = torch.optim.AdamW([r.sprites], lr=0.02, weight_decay=0.0)
+    rng = np.random.default_rng(cfg.seed + 66)
+    bar = tqdm(range(steps), desc="fit sprites")
+    for step in bar:
+        opt.param_groups[0]["lr"] = 0.02 * cosine(step, steps)
+        r.soft_alpha = step < steps // 2
+        scene, _ = sim.random_scenes(
+            rng, cfg.batch_render, sprite_prob=1.0, frame=cfg.render_frame, things=0.05
+        )
+        target = torch.from_numpy(sim.render(scene)).float().div(255)
+        loss = F.mse_loss(r(*scene_tensors(scene)), target) * 100
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        bar.set_postfix(render=f"{loss.item():.4f}", alpha="soft" if r.soft_alpha else "hard")
+    r.soft_alpha = False
+    model.eval()
+    r.freeze()
+    after = sprite_errors(model, np.random.default_rng(cfg.seed + 91))
+    for name in before:
+        print(f"{name:>12}: sprite error {before[name]:5.1f} -> {after[name]:5.1f}")
+    meta = read_meta(cfg.out)
+    meta["sprite_fit_steps"] = meta.get("sprite_fit_steps", 0) + steps
+    write_meta(cfg.out, meta)
+    model.save(path, extra={"steps": str(meta.get("steps_done")), "sprites": str(steps)})
+    print(f"renderer sprites saved to {path}")
+    return {"before": before, "after": after}
+
+
 def train_prompt_heads(cfg: TrainConfig, steps: int, check: int = 720) -> dict[str, float]:
     """Extra steps for the prompt heads alone (biome, mixed, atmosphere, time, creature), on
     the exported weights and the current phrasing banks; the rest of the model is untouched
@@ -686,6 +755,13 @@ def main(argv=None) -> None:
         help="only fit the renderer's light of the day for STEPS steps, on the exported weights",
     )
     parser.add_argument(
+        "--fit-sprites",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="only fit the renderer's sprite textures for STEPS steps, on the exported weights",
+    )
+    parser.add_argument(
         "--train-prompt-heads",
         type=int,
         default=0,
@@ -704,6 +780,7 @@ def main(argv=None) -> None:
     classifier_steps = args.pop("train_classifier")
     head_steps = args.pop("train_prompt_heads")
     light_steps = args.pop("fit_light")
+    sprite_steps = args.pop("fit_sprites")
     cfg = TrainConfig(**{f.name: args[f.name] for f in fields(TrainConfig)})
     mcfg = ModelConfig(**{f.name: args[f.name] for f in fields(ModelConfig)})
     if names:
@@ -722,6 +799,9 @@ def main(argv=None) -> None:
         return
     if light_steps:
         fit_light(cfg, light_steps)
+        return
+    if sprite_steps:
+        fit_sprites(cfg, sprite_steps)
         return
     if classifier_steps:
         train_classifier(cfg, classifier_steps)

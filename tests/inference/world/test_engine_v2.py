@@ -199,6 +199,21 @@ def test_sprites_have_hard_edges(engine, clear_world):
     assert set(np.unique(alpha.numpy()).tolist()) <= {0.0, 1.0}
 
 
+def test_every_avatar_and_creature_draws_its_own_shape_and_colour(engine):
+    # A sprite whose hard alpha fell below one half in training draws nothing there: the rabbit
+    # once showed a few grey pixels (29.7 of 255 off the simulator; now about 2, like the rest).
+    from inference.training import simulator as sim
+    from inference.training.train import sprite_errors
+
+    alpha = engine.model.renderer.tables()[1][..., 3].view(-1, ws.SPRITE, ws.SPRITE).numpy()
+    shapes = sim.SPRITES[..., 3] > 0
+    assert alpha.shape == shapes.shape
+    assert ((alpha > 0.5) != shapes).sum((1, 2)).max() <= 2  # each kind's silhouette
+    errors = sprite_errors(engine.model, np.random.default_rng(5))
+    assert set(errors) == {f"avatar {i}" for i in range(ws.AVATAR_COLORS)} | set(ws.CREATURES)
+    assert max(errors.values()) < 8, errors
+
+
 def test_eight_players_wear_eight_different_colours():
     assert len(set(ws.AVATAR_RGB)) == 8
     assert len({ws.avatar_hex(slot) for slot in range(8)}) == 8
