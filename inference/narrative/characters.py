@@ -38,8 +38,10 @@ REPLY_SAMPLING = Sampling(
 PREREAD_SAMPLING = Sampling(max_tokens=1, temperature=0.0)
 PARTIAL_EVERY_WORDS = 2  # a partial line goes out every this many new words,
 # and after the first at most this often: each partial is screened before it goes (moderation's
-# MiniLM layer, 5-15 ms of CPU beside the model on 2 cores), so a fast stream sends fewer.
-PARTIAL_GAP_S = 0.25
+# MiniLM layer, ~20 ms of CPU beside the model on 2 cores; 8 sessions streaming every 0.25 s
+# spent half a core on it and slowed every reply), so the first goes at once and the rest pace
+# a reader.
+PARTIAL_GAP_S = 0.6
 EXAMPLE_CUES = ("Hello.", "Tell me about yourself.", "What's on your mind?", "Go on.")
 
 HARMFUL_ASKS = (
@@ -229,7 +231,8 @@ def _refuses(text: str) -> bool:
 
 class _Partials:
     """Sends the reply so far every few words, each prefix screened first; stops for good at a
-    prefix that fails screening or talks about being a model (the final line replaces it)."""
+    prefix that fails screening, talks about being a model or does not go on from the last one
+    sent (the final line replaces it)."""
 
     def __init__(self, prefix: str, send, screen: wording.Screen, name: str) -> None:
         self.prefix = prefix
@@ -239,24 +242,33 @@ class _Partials:
         self.words_sent = 0
         self.stopped = send is None
         self.last_sent = 0.0
+        self.sent = ""
 
     def update(self, raw: str) -> None:
         if self.stopped:
             return
+        # A word is whole once the next piece begins (pieces carry their leading space), so
+        # the stream goes out word by word, not only at punctuation, which under load can be
+        # a second of tokens away.
+        if not raw.endswith((" ", ".", ",", "!", "?")):
+            raw = raw[: raw.rfind(" ") + 1]
         text = wording.strip_role(f"{self.prefix} {raw}", [self.name])
         words = len(text.split())
-        at_word_end = raw.endswith((" ", ".", ",", "!", "?"))
         due = not self.last_sent or time.monotonic() - self.last_sent >= PARTIAL_GAP_S
-        if at_word_end and due and words - self.words_sent >= PARTIAL_EVERY_WORDS:
+        if due and words - self.words_sent >= PARTIAL_EVERY_WORDS:
             self.send(text)
 
     def send(self, text: str) -> None:
-        if self._send is None:
+        if self.stopped:
             return
         text = wording.clean(text)
-        if wording.talks_about_being_a_model(text) or not self.screen(text):
+        if not text.startswith(self.sent) or wording.talks_about_being_a_model(text):
+            self.stopped = True
+            return
+        if not self.screen(text):
             self.stopped = True
             return
         self.words_sent = len(text.split())
         self.last_sent = time.monotonic()
+        self.sent = text
         self._send(text)

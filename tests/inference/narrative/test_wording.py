@@ -55,3 +55,42 @@ def test_a_reply_never_recites_the_character_card():
     assert wording.without_recital(said, card) == "Bah. Name's Old Tom."
     assert wording.without_recital("Rain again, blast it!", card) == "Rain again, blast it!"
     assert wording.without_recital("a GRUFF marsh ferryman!", "A gruff marsh ferryman") == ""
+
+
+def _streamed(pieces, screen=lambda text: True):
+    from inference.narrative import characters
+
+    sent = []
+    partials = characters._Partials("", sent.append, screen, "Old Tom")
+    raw = ""
+    for piece in pieces:
+        raw += piece
+        partials.update(raw)
+    return sent
+
+
+def test_a_reply_streams_word_by_word_not_only_at_punctuation(monkeypatch):
+    from inference.narrative import characters
+
+    monkeypatch.setattr(characters, "PARTIAL_GAP_S", 0.0)
+    # pieces carry their leading space: a word is whole once the next piece begins
+    sent = _streamed(["Mind", " the", " eels", " out", " there", " tonight", "."])
+    assert sent == ["Mind the", "Mind the eels out", "Mind the eels out there tonight."]
+
+
+def test_an_echoed_speaker_label_never_streams_and_a_partial_must_go_on_from_the_last(
+    monkeypatch,
+):
+    from inference.narrative import characters
+
+    monkeypatch.setattr(characters, "PARTIAL_GAP_S", 0.0)
+    assert _streamed(["Old", " Tom", ":", " Mind", " the", " eels", " now"]) == ["Mind the"]
+    sent = []
+    partials = characters._Partials("", sent.append, lambda text: True, "Old Tom")
+    partials.send("Mind the")
+    partials.send("Mend the eels")  # not a continuation: the final line will replace it
+    partials.send("Mind the eels")
+    assert sent == ["Mind the"] and partials.stopped
+    screened = []
+    assert _streamed(["Mind", " the", " eels"], lambda t: screened.append(t) and False) == []
+    assert screened == ["Mind the"]  # screened, refused, nothing more tried
