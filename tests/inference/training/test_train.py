@@ -99,6 +99,25 @@ def test_prompt_heads_train_alone_on_the_exported_weights(tmp_path):
     assert meta["prompt_head_steps"] == 3
 
 
+def test_fitting_the_sprites_changes_the_sprite_textures_alone(tmp_path):
+    cfg, mcfg = small_configs(tmp_path)
+    cfg.steps = 1
+    training.train(cfg, mcfg)
+    path = Path(cfg.out) / "world_model.safetensors"
+    before = WorldModel.from_file(path)
+    errors = training.fit_sprites(cfg, steps=2)
+    after = WorldModel.from_file(path)
+    changed = {
+        k for k, v in after.state_dict().items() if not torch.equal(v, before.state_dict()[k])
+    }
+    assert changed == {"renderer.sprites"}
+    kinds = {f"avatar {i}" for i in range(ws.AVATAR_COLORS)} | set(ws.CREATURES)
+    assert set(errors["before"]) == set(errors["after"]) == kinds
+    assert all(0 <= e <= 255 for e in errors["after"].values())
+    meta = json.loads((Path(cfg.out) / "config.json").read_text())
+    assert meta["sprite_fit_steps"] == 2
+
+
 def test_a_smoke_run_exports_weights_that_serve_128_pixel_frames(tmp_path):
     out = tmp_path / "w"
     training.main(
