@@ -262,10 +262,8 @@ class _Partials:
         if self.stopped:
             return
         text = wording.clean(text)
-        if not text.startswith(self.sent) or wording.talks_about_being_a_model(text):
-            self.stopped = True
-            return
-        if not self.screen(text):
+        grows = text.startswith(self.sent)  # a partial only ever extends the one before
+        if not grows or wording.talks_about_being_a_model(text) or not self.screen(text):
             self.stopped = True
             return
         self.words_sent = len(text.split())
