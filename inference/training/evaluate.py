@@ -438,20 +438,6 @@ def scene_of(engine, wid: str, pid: str) -> sim.Scene:
     )
 
 
-def sprite_cover(scene: sim.Scene) -> np.ndarray:
-    """(F, F) bool: pixels some sprite of the (one-frame) scene covers."""
-    f = scene.frame
-    cover = np.zeros((f, f), dtype=bool)
-    for kind, sx, sy in scene.sprites[0]:
-        if kind >= 0:
-            alpha = sim.SPRITES[kind][..., 3] > 0
-            y0, x0 = max(sy, 0), max(sx, 0)
-            y1, x1 = min(sy + ws.SPRITE, f), min(sx + ws.SPRITE, f)
-            if y0 < y1 and x0 < x1:
-                cover[y0:y1, x0:x1] |= alpha[y0 - sy : y1 - sy, x0 - sx : x1 - sx]
-    return cover
-
-
 # ---------------------------------------------------------------- 2-3. motion and revisits
 
 
@@ -546,7 +532,7 @@ def revisit(engine, rng, worlds: int) -> tuple[float, dict, dict]:
         pid = engine.add_player(wid)
         populate(engine.worlds[wid], rng, weather)
         first = stand(engine, [pid])[pid]
-        first_cover = sprite_cover(scene_of(engine, wid, pid))
+        first_cover = sim.sprite_cover(scene_of(engine, wid, pid))[0]
         start = engine.snapshot(wid)
         for side in REVISIT_SIDES:
             last = closed_walk(engine, wid, pid, start, side)
@@ -556,7 +542,7 @@ def revisit(engine, rng, worlds: int) -> tuple[float, dict, dict]:
             blocked += 1  # every loop was blocked by obstacles
         else:
             scores[ws.WEATHERS[weather]].append(psnr(first, last))
-            bare = ~(first_cover | sprite_cover(scene_of(engine, wid, pid)))
+            bare = ~(first_cover | sim.sprite_cover(scene_of(engine, wid, pid))[0])
             static.append(psnr(first, last, bare))
         engine.drop_world(wid)
     flat = [s for v in scores.values() for s in v]
@@ -761,14 +747,14 @@ def thing_mask(scene: sim.Scene, cells, px: int, py: int) -> np.ndarray:
     for tx, ty, _ in cells:
         x0, y0 = tx * ws.TILE - left, ty * ws.TILE - top
         mask[max(y0, 0) : max(y0 + ws.TILE, 0), max(x0, 0) : max(x0 + ws.TILE, 0)] = True
-    return mask & ~sprite_cover(scene)
+    return mask & ~sim.sprite_cover(scene)[0]
 
 
 def creature_mask(scene: sim.Scene, sprite: tuple[int, int, int]) -> np.ndarray:
     """(F, F) bool: pixels of one sprite (kind, screen x, screen y), if the scene draws it."""
     entries = scene.sprites[0]
     match = (entries == np.array(sprite)).all(1)
-    return sprite_cover(replace(scene, sprites=np.where(match[:, None], entries, -1)[None]))
+    return sim.sprite_cover(replace(scene, sprites=np.where(match[:, None], entries, -1)[None]))[0]
 
 
 def added_mask(engine, wid: str, pid: str, kind: str, value: int) -> tuple:

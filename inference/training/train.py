@@ -572,21 +572,9 @@ def sprite_errors(model: WorldModel, rng, scenes: int = 64) -> dict[str, float]:
             scene.sprites[:, :, 0] = np.where(scene.sprites[:, :, 0] >= 0, kind, -1)
             target = sim.render(scene).astype(np.float64)
             drawn = model.renderer(*scene_tensors(scene)).clamp(0, 1).numpy() * 255
-            cover = sprite_cover(scene)
+            cover = sim.sprite_cover(scene)
             out[name] = float(np.abs(drawn - target)[cover].mean()) if cover.any() else 0.0
     return out
-
-
-def sprite_cover(scene: sim.Scene) -> np.ndarray:
-    """(B, F, F) bool: the pixels some sprite of each scene covers (the simulator's shapes)."""
-    b, f = len(scene.weather), scene.frame
-    cover = np.zeros((b, f + 2 * ws.SPRITE, f + 2 * ws.SPRITE), dtype=bool)  # room off-frame
-    for i, e in zip(*np.nonzero(scene.sprites[:, :, 0] >= 0), strict=True):
-        kind, sx, sy = scene.sprites[i, e]
-        y, x = sy + ws.SPRITE, sx + ws.SPRITE
-        if 0 <= y <= f + ws.SPRITE and 0 <= x <= f + ws.SPRITE:
-            cover[i, y : y + ws.SPRITE, x : x + ws.SPRITE] |= sim.SPRITES[kind][..., 3] > 0
-    return cover[:, ws.SPRITE : ws.SPRITE + f, ws.SPRITE : ws.SPRITE + f]
 
 
 def fit_sprites(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:

@@ -15,6 +15,7 @@ from inference.training.simulator.world import (
     random_scenes,
     random_windows,
     render,
+    sprite_cover,
     terrain_tokens,
     window_origin,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "random_scenes",
     "random_windows",
     "render",
+    "sprite_cover",
     "terrain_tokens",
     "window_origin",
     "world_prompt",

@@ -486,6 +486,17 @@ def window_origin(cam_x: int, cam_y: int, frame: int = ws.FRAME) -> tuple[int, i
     return left // ws.TILE - 1, top // ws.TILE - 1, left % ws.TILE, top % ws.TILE
 
 
+def sprite_cover(scene: Scene) -> np.ndarray:
+    """(B, F, F) bool: the pixels some sprite of each scene covers (the sprites' shapes)."""
+    b, f, s = len(scene.weather), scene.frame, ws.SPRITE
+    cover = np.zeros((b, f + 2 * s, f + 2 * s), dtype=bool)  # room for sprites half off-frame
+    for i, e in zip(*np.nonzero(scene.sprites[:, :, 0] >= 0), strict=True):
+        kind, sx, sy = scene.sprites[i, e]
+        if -s <= sx <= f and -s <= sy <= f:
+            cover[i, sy + s : sy + 2 * s, sx + s : sx + 2 * s] |= SPRITES[kind][..., 3] > 0
+    return cover[:, s : s + f, s : s + f]
+
+
 def render(scene: Scene) -> np.ndarray:
     """Scene -> (B, F, F, 3) uint8 frames (F = 128 for a full window)."""
     b = scene.tokens.shape[0]
