@@ -140,6 +140,12 @@ def scene_tensors(scene: sim.Scene, device="cpu") -> tuple:
     )
 
 
+def render_loss(renderer, scene: sim.Scene, device="cpu") -> torch.Tensor:
+    """The renderer's loss on a scene: MSE (x100) against the simulator's frame of it."""
+    target = torch.from_numpy(sim.render(scene)).to(device).float().div(255)
+    return F.mse_loss(renderer(*scene_tensors(scene, device)), target) * 100
+
+
 def biome_target(biome, biome2, mix) -> torch.Tensor:
     """(B, n_biomes) share of each biome: one-hot, or two with the second's share ``mix``."""
     biome, biome2 = torch.as_tensor(biome).long(), torch.as_tensor(biome2).long()
@@ -304,9 +310,7 @@ def losses(
     scene, _ = sim.random_scenes(
         step_rng, cfg.batch_render, max_sprites=cfg.render_sprites, frame=cfg.render_frame
     )
-    target = torch.from_numpy(sim.render(scene)).to(device).float().div(255)
-    pred = model.renderer(*scene_tensors(scene, device))
-    out["render"] = F.mse_loss(pred, target) * 100
+    out["render"] = render_loss(model.renderer, scene, device)
     # generator
     ctx, spawn, probs, gtext, tokens, masked = generator_batch(
         step_rng, cfg, mcfg, model, prompts, device
@@ -518,8 +522,7 @@ def polish_renderer(cfg: TrainConfig, steps: int) -> None:
         scene, _ = sim.random_scenes(
             rng, cfg.batch_render, sprite_prob=1.0, frame=cfg.render_frame, things=0.05
         )
-        target = torch.from_numpy(sim.render(scene)).float().div(255)
-        loss = F.mse_loss(model.renderer(*scene_tensors(scene)), target) * 100
+        loss = render_loss(model.renderer, scene)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -547,8 +550,7 @@ def fit_light(cfg: TrainConfig, steps: int) -> None:
         opt.param_groups[0]["lr"] = 0.02 * cosine(step, steps)
         scene, _ = sim.random_scenes(rng, cfg.batch_render, frame=cfg.render_frame, things=0.05)
         scene.minute[:] = rng.integers(0, ws.DAY_MINUTES, len(scene.minute))
-        target = torch.from_numpy(sim.render(scene)).float().div(255)
-        loss = F.mse_loss(model.renderer(*scene_tensors(scene)), target) * 100
+        loss = render_loss(model.renderer, scene)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -596,8 +598,7 @@ def fit_sprites(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
         scene, _ = sim.random_scenes(
             rng, cfg.batch_render, sprite_prob=1.0, frame=cfg.render_frame, things=0.05
         )
-        target = torch.from_numpy(sim.render(scene)).float().div(255)
-        loss = F.mse_loss(r(*scene_tensors(scene)), target) * 100
+        loss = render_loss(r, scene)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
