@@ -288,7 +288,7 @@ class EmbeddedLM:
                     path = bf16_weights(path)
                 weights = _internals.LlamaModel(
                     path_model=str(path),
-                    params=llama_cpp.llama_model_default_params(),
+                    params=model_params(),
                     verbose=False,
                 )
                 self._format = _chat_formatter(weights)
@@ -312,6 +312,19 @@ class EmbeddedLM:
         stop = tuple(sampling.stop) + tuple(_as_list(rendered.stop))
         prompt = rendered.prompt + (f"{prefill} " if prefill else "")
         yield from self.complete(prompt, Sampling(**{**sampling.__dict__, "stop": stop}))
+
+
+def model_params():
+    """llama.cpp's default model parameters, without the extra weight buffer types where the
+    build has AMX: ggml's AMX matmul segfaults on the first decode on Sapphire Rapids
+    (ggml-org/llama.cpp#20824; seen here on a Xeon with AMX, which a native build targets).
+    Without them the weights stay as the file has them, as on any CPU without AMX."""
+    import llama_cpp
+
+    params = llama_cpp.llama_model_default_params()
+    if b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info():
+        params.use_extra_bufts = False
+    return params
 
 
 def _chat_formatter(weights):

@@ -326,15 +326,16 @@ class WorldEngine:
                 np.stack([s[i] for s in part]) for i in range(6)
             )
             dev = self.device
-            img = self.model.renderer.frames(
+            into = torch.from_numpy(frames[start : start + len(part)])
+            self.model.renderer.frames(
                 torch.from_numpy(tokens).to(dev),
                 torch.from_numpy(offset).long().to(dev),
                 torch.from_numpy(weather).long().to(dev),
                 torch.from_numpy(minute).long().to(dev),
                 torch.from_numpy(phase).long().to(dev),
                 torch.from_numpy(sprites).to(dev),
+                out=into,
             )
-            torch.from_numpy(frames[start : start + len(part)]).copy_(img)
         return frames
 
     # ------------------------------------------------------------ the latent canvas

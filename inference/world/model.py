@@ -199,6 +199,7 @@ class Renderer(nn.Module):
             self.overlay[..., 3] = -6.0  # particles start transparent
             self.sprites[..., 3] = -2.0
         self._frozen: tuple | None = None
+        self._maps: torch.Tensor | None = None  # the frozen atmosphere maps, flat
         # Training only: soft sprite alpha. A hard alpha that starts at 0 passes no gradient to
         # the sprite's colour, so sprites first learn soft, then hard (`polish_renderer`).
         self.soft_alpha = False
@@ -225,7 +226,7 @@ class Renderer(nn.Module):
         """Cache the weight-only tables for inference (call again after loading weights).
         Non-finite entries become 0 and the rest are bounded, so no product of them overflows
         and a frame needs no NaN pass of its own: broken weights draw black, never garbage."""
-        self._frozen = None
+        self._frozen = self._maps = None
         self._frozen = tuple(
             x.detach().nan_to_num(0.0, 0.0, 0.0).clamp(-TABLE_BOUND, TABLE_BOUND).contiguous()
             for x in self.tables()
@@ -256,43 +257,57 @@ class Renderer(nn.Module):
         bias = k * lit[:, None, None, 3:] + c
         return gain, bias
 
-    def frames(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
+    def frames(self, tokens, offset, weather, minute, phase, sprites, out=None) -> torch.Tensor:
         """Inference: the same frames as uint8 (B, F, F, 3), rounded (from the frozen tables:
-        no NaN)."""
+        no NaN), written into ``out`` when given (the caller's buffer: no copy of its own)."""
         img = self._forward_gather(tokens, offset, weather, minute, phase, sprites, 255.0, 0.5)
-        return img.clamp_(0, 255).to(torch.uint8)
+        img = img.clamp_(0, 255)
+        if out is None:
+            return img.to(torch.uint8)
+        return out.copy_(img)
 
     def _forward_gather(
         self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0
     ):
         """A frame is memory-bound (a few table reads per pixel), so it is drawn in few passes
-        over its pixels: one gather lays the tile rows it shows out as an image, sprites are
-        written over it, then each frame's crop is lit and scaled by one multiply-add in place
-        (the light maps carry ``scale`` and ``shift``, so bytes come out of the same pass)."""
-        tex, spr, keep, add, light = self.tables()
+        over its pixels: one gather lays out the window tiles it shows as an image, sprites are
+        written over it, then each frame's crop is lit and scaled by one multiply-add (the light
+        maps carry ``scale`` and ``shift``, so bytes come out of the same pass)."""
+        tex, spr, _, _, light = self.tables()
         b, w, t, o = tokens.shape[0], tokens.shape[2], ws.TILE, ws.OVERLAY
         f, n, dev = (w - 3) * t, (w - 3) + 1, tokens.device  # n: tiles a frame row crosses
-        tokens = tokens.long()
-        # frame row r is pixel row (r + offset_y) % 8 of window tile row 1 + (r + offset_y) // 8;
-        # gathering those tile rows (8 pixels each) for window columns 1..n makes, per frame,
-        # an image 8n pixels wide whose columns offset_x .. offset_x + F are the frame
-        r = offset[:, 1, None] + torch.arange(f, device=dev)  # (B, F)
-        tile_rows = tokens.gather(1, (1 + r // t)[:, :, None].expand(b, f, w))[:, :, 1 : 1 + n]
-        idx = tile_rows * t + (r % t)[:, :, None]  # (B, F, n) rows of the (K * 8, 24) table
-        img = tex.view(-1, t * 3).index_select(0, idx.reshape(-1)).view(b, f, n * t, 3)
-        self._composite(img, sprites, spr, offset[:, 0])
-        # light and atmosphere: 32x32 maps, scrolled by the overlay phase, tiled over the frame
-        gain, bias = self._light_maps(keep, add, light, weather, minute)
+        # window tiles 1..n across and down, 8 pixel rows each, make an image 8n pixels square
+        # per frame; the frame is its pixels offset .. offset + F (rows of the (K * 8, 24) table)
+        rows = (tokens[:, 1 : 1 + n, 1 : 1 + n].long() * t)[:, :, None, :]  # (B, n, 1, n)
+        idx = rows + torch.arange(t, device=dev)[:, None]  # (B, n, 8, n)
+        img = tex.view(-1, t * 3).index_select(0, idx.view(-1)).view(b, n * t, n * t, 3)
+        self._composite(img, sprites, spr, offset)
+        # light and atmosphere: each frame's 32x32 maps, scrolled by its overlay phase, read in
+        # one gather from the (atmosphere x 32 x 32, keep | add) table; tiled over the frame
+        lit = self.light_at(light, minute) * scale  # (B, 6)
         ao = torch.arange(o, device=dev)
         ry = (ao[None, :] + phase[:, 1, None]) % o  # (B, 32)
         rx = (ao[None, :] + phase[:, 0, None]) % o
-        cidx = (ry[:, :, None] * o + rx[:, None, :]).view(b, o * o, 1).expand(b, o * o, 3)
-        g = gain.reshape(b, o * o, 3).gather(1, cidx).mul_(scale).view(b, 1, o, 1, o, 3)
-        c = bias.reshape(b, o * o, 3).gather(1, cidx).mul_(scale).add_(shift)
+        cells = (weather[:, None, None] * o + ry[:, :, None]) * o + rx[:, None, :]
+        maps = self._atmosphere_maps().index_select(0, cells.view(-1)).view(b, o * o, 6)
+        keep = maps[..., :3]
+        g = (keep * lit[:, None, :3]).view(b, 1, o, 1, o, 3)
+        c = torch.addcmul(maps[..., 3:] * scale + shift, keep, lit[:, None, 3:])
         c = c.view(b, 1, o, 1, o, 3)
-        crop = torch.stack([img[i, :, x : x + f] for i, x in enumerate(offset[:, 0].tolist())])
+        at = enumerate(offset.tolist())
+        crop = torch.stack([img[i, y : y + f, x : x + f] for i, (x, y) in at])
         crop = crop.view(b, f // o, o, f // o, o, 3)
         return torch.addcmul(c, crop, g, out=crop).view(b, f, f, 3)
+
+    def _atmosphere_maps(self) -> torch.Tensor:
+        """(atmospheres * 32 * 32, 6): each atmosphere's keep and add maps side by side."""
+        if self._maps is not None:
+            return self._maps
+        _, _, keep, add, _ = self.tables()
+        maps = torch.cat([keep, add], -1).reshape(-1, 6)
+        if self._frozen is not None:  # weight-only, like the tables: kept until the next freeze
+            self._maps = maps
+        return maps
 
     def _forward_select(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
         tex, spr, keep, add, light = self.tables()
@@ -327,11 +342,13 @@ class Renderer(nn.Module):
         return img.reshape(b, f, f, 3)
 
     @staticmethod
-    def _composite(img, sprites, spr, shift_x) -> None:
-        """Draw every sprite into img (B, F, W, 3) in place, at its frame position plus the
-        frame's column ``shift_x`` in img. Inference alpha is hard (0 or 1), so a pixel takes
-        the colour of the topmost sprite (the latest slot) that covers it."""
-        f, width, s = img.shape[1], img.shape[2], ws.SPRITE
+    def _composite(img, sprites, spr, offset) -> None:
+        """Draw every sprite into img (B, H, W, 3) in place, at its frame position plus the
+        frame's offset (x, y) in img; only what falls inside the frame (F = H - 8 pixels square)
+        is drawn. Inference alpha is hard (0 or 1), so a pixel takes the colour of the topmost
+        sprite (the latest slot) that covers it."""
+        height, width, s = img.shape[1], img.shape[2], ws.SPRITE
+        f = height - ws.TILE
         fb, slot = (sprites[:, :, 0] >= 0).nonzero(as_tuple=True)  # in (frame, slot) order
         if fb.numel() == 0:
             return
@@ -341,7 +358,8 @@ class Renderer(nn.Module):
         xx = (sx[:, None] + ar)[:, None, :]  # (N, 1, 8) frame column
         pix = spr.index_select(0, kind).view(-1, s, s, 4)
         ok = (yy >= 0) & (yy < f) & (xx >= 0) & (xx < f) & (pix[..., 3] > 0.5)  # (N, 8, 8)
-        where = ((fb[:, None, None] * f + yy) * width + xx + shift_x[fb][:, None, None])[ok]
+        corner = (fb * height + offset[fb, 1]) * width + offset[fb, 0]  # frame pixel (0, 0)
+        where = (corner[:, None, None] + yy * width + xx)[ok]
         colour = pix[..., :3][ok]
         # where sprites overlap, the last drawn (the highest slot) wins
         targets, inverse = torch.unique(where, return_inverse=True)

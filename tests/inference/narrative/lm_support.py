@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +57,15 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+# `python -m llama_cpp.server` with the model parameters the embedded backend uses (no AMX
+# buffers where the build has AMX: they segfault on Sapphire Rapids)
+SERVE = (
+    "import runpy, llama_cpp.llama_cpp as c; from inference.narrative.backends import "
+    "model_params; c.llama_model_default_params = model_params; "
+    "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)"
+)
+
+
 @pytest.fixture(scope="session")
 def lm_server():
     """`python -m llama_cpp.server` serving SmolLM2 on a loopback port; yields its /v1 URL."""
@@ -67,10 +77,11 @@ def lm_server():
         missing("the smollm2 weights", str(exc))
     port = _free_port()
     log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
-    args = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+    args = [sys.executable, "-c", SERVE, "--model", str(model),
             "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
             "--n_ctx", "1024", "--n_threads", "1", "--verbose", "False"]  # fmt: skip
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    root = Path(__file__).resolve().parents[3]  # SERVE imports the project
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=root)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + SERVER_START_S

@@ -42,6 +42,35 @@ def test_the_served_frames_are_the_frames_the_renderer_was_trained_to_draw(engin
         engine.drop_world(wid)
 
 
+def test_served_frames_match_the_trained_renderer_at_every_offset_and_frame_edge(engine):
+    # Random scenes the engine rarely makes: every sub-tile offset, every overlay phase, and
+    # sprites overlapping each other and cut by each edge of the frame.
+    g = torch.Generator().manual_seed(5)
+    b, w = 24, ws.WINDOW
+    tokens = torch.randint(0, ws.NUM_TOKENS, (b, w, w), generator=g)
+    offset = torch.stack([torch.arange(b) % ws.TILE, (torch.arange(b) * 3) % ws.TILE], 1)
+    weather = torch.arange(b) % len(ws.WEATHERS)
+    minute = torch.randint(0, ws.DAY_MINUTES, (b,), generator=g)
+    phase = torch.randint(0, ws.OVERLAY, (b, 2), generator=g)
+    sprites = torch.full((b, ws.MAX_SPRITES, 3), -1, dtype=torch.long)
+    edges = torch.tensor([-ws.SPRITE + 1, -3, 0, 60, 62, ws.FRAME - 5, ws.FRAME - 1])
+    for i in range(b):
+        for e in range(1 + i % ws.MAX_SPRITES):
+            sprites[i, e, 0] = (i + e) % ws.SPRITE_KINDS
+            sprites[i, e, 1] = edges[(i + e) % len(edges)]
+            sprites[i, e, 2] = edges[(2 * i + e) % len(edges)]
+    renderer = engine.model.renderer
+    with torch.no_grad():
+        served = renderer.frames(tokens, offset, weather, minute, phase, sprites).int()
+        into = torch.empty(b, ws.FRAME, ws.FRAME, 3, dtype=torch.uint8)
+        renderer.frames(tokens, offset, weather, minute, phase, sprites, out=into)
+        trained = renderer._forward_select(tokens, offset, weather, minute, phase, sprites)
+    trained = (trained * 255 + 0.5).clamp(0, 255).to(torch.uint8).int()
+    assert torch.equal(into.int(), served)
+    assert (served - trained).abs().max() <= 1
+    assert (served != trained).float().mean() < 0.01
+
+
 def test_frames_are_128_pixels_square(engine, clear_world):
     _, pid = clear_world
     assert _frame(engine, pid).shape == (128, 128, 3)
