@@ -9,10 +9,10 @@ beforehand for the whole walk (what batching the frame path gives; "frames held"
 waited at the edge of land not made yet, 0 expected), and on land made for part of it, the thread
 growing the rest meanwhile (a column of its own: unpaced, that squeezes a second of terrain into
 a tenth of one). Then into new land with the terrain made inside the steps (MaskGIT in the step:
-the worker never does this, but it shows what batching the generator gives). Then a second table: 8 players walking into new land at 24
-steps a second, with the terrain made inside the steps vs grown ahead on the engine's terrain
-thread (``WorldEngine.start_terrain``, as the worker runs it), and how often a player was held
-at the edge of a chunk not made yet.
+the worker never does this, but it shows what batching the generator gives). Then a second
+table: 8 players walking into new land at 24 steps a second, with the terrain made inside the
+steps vs grown ahead on the engine's terrain thread (``WorldEngine.start_terrain``, as the
+worker runs it), and how often a player was held at the edge of a chunk not made yet.
 """
 
 from __future__ import annotations
