@@ -10,6 +10,7 @@ from inference.narrative.backends import (
     Sampling,
     bf16_weights,
     embedded,
+    model_params,
     open_backends,
     run_weights,
     weights_path,
@@ -89,6 +90,18 @@ def test_the_bfloat16_copy_is_made_once_and_predicts_as_the_shipped_weights_do(s
     # the same reply, or one that parts late: the copy keeps the model's next-token choices
     a, b = ("".join(lm.chat(GREETING, greedy)).split() for lm in (shipped, bf16))
     assert a[:4] == b[:4], (a, b)
+
+
+def test_a_build_with_amx_loads_the_weights_without_extra_buffers(monkeypatch):
+    # ggml's AMX matmul segfaults on Sapphire Rapids: such builds keep the weights as loaded
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info()
+    without = info.replace(b"AMX_INT8 = 1 | ", b"")
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: without)
+    assert model_params().use_extra_bufts  # llama.cpp's default elsewhere
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: without + b"AMX_INT8 = 1 | ")
+    assert not model_params().use_extra_bufts
 
 
 def test_off_opens_no_model():
