@@ -281,7 +281,7 @@ class Renderer(nn.Module):
         rows = (tokens[:, 1 : 1 + n, 1 : 1 + n].long() * t)[:, :, None, :]  # (B, n, 1, n)
         idx = rows + torch.arange(t, device=dev)[:, None]  # (B, n, 8, n)
         img = tex.view(-1, t * 3).index_select(0, idx.view(-1)).view(b, n * t, n * t, 3)
-        self._composite(img, sprites, spr, offset)
+        self._composite(img, sprites, spr, offset, f)
         # light and atmosphere: each frame's 32x32 maps, scrolled by its overlay phase, read in
         # one gather from the (atmosphere x 32 x 32, keep | add) table; tiled over the frame
         lit = self.light_at(light, minute) * scale  # (B, 6)
@@ -342,13 +342,12 @@ class Renderer(nn.Module):
         return img.reshape(b, f, f, 3)
 
     @staticmethod
-    def _composite(img, sprites, spr, offset) -> None:
+    def _composite(img, sprites, spr, offset, f: int) -> None:
         """Draw every sprite into img (B, H, W, 3) in place, at its frame position plus the
-        frame's offset (x, y) in img; only what falls inside the frame (F = H - 8 pixels square)
-        is drawn. Inference alpha is hard (0 or 1), so a pixel takes the colour of the topmost
+        frame's offset (x, y) in img; only what falls inside the frame (F pixels square) is
+        drawn. Inference alpha is hard (0 or 1), so a pixel takes the colour of the topmost
         sprite (the latest slot) that covers it."""
         height, width, s = img.shape[1], img.shape[2], ws.SPRITE
-        f = height - ws.TILE
         fb, slot = (sprites[:, :, 0] >= 0).nonzero(as_tuple=True)  # in (frame, slot) order
         if fb.numel() == 0:
             return
