@@ -1,6 +1,6 @@
 """Inference throughput: batched stepping vs one session at a time, 1 to 32 sessions.
 
-    .venv/bin/python bench/inference.py [--chunk 8] [--rounds 8] [--threads 2]
+    .venv/bin/python bench/inference.py [--chunk 8] [--rounds 8] [--threads 1]
 
 Every session is its own world with one player holding a key. "batched" steps all sessions in
 one engine.step call; "sequential" makes one call per session, on the same engine and weights in
@@ -121,7 +121,8 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=1, help="frames per step call per session")
     parser.add_argument("--rounds", type=int, default=32)
     parser.add_argument("--pairs", type=int, default=6, help="alternations on land made ahead")
-    parser.add_argument("--threads", type=int, default=2)
+    # torch threads: 1, as a worker runs (INFERENCE_THREADS)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sessions", default="1,2,4,8,16,32")
     parser.add_argument("--walk-frames", type=int, default=240, help="terrain-ahead table")
     args = parser.parse_args()

@@ -45,6 +45,7 @@ async def ensure_started() -> None:
             device=settings.INFERENCE_DEVICE,
             capacity=settings.INFERENCE_CAPACITY,
             fps=settings.INFERENCE_FPS,
+            threads=settings.INFERENCE_THREADS,
             channel_layer=get_channel_layer(),
             placement=get_placement(),
             screen=screen_generated_line,

@@ -116,7 +116,7 @@ class WorldEngine:
             prompt=prompt,
             biome_probs=biome_mix(
                 torch.softmax(heads["biome"], -1).numpy(),
-                two=bool(heads["mixed"].argmax()),
+                mixed=float(torch.softmax(heads["mixed"], -1)[1]),
                 phrase_scores=phrases.biome,
             ),
             weather=phrase_choice(heads["weather"], phrases.weather),
@@ -595,16 +595,24 @@ MIX_MIN_SHARE = 0.1
 PHRASE_WEIGHT = 20.0
 SECOND_PHRASE_MIN = 0.7
 SECOND_HEAD_MIN_SHARE = 0.05
+# ... unless the "mixed" head is this sure of two and the second's phrase this close: the heads'
+# share misses a second biome joined by words they never saw ("a sea of dunes bordering a grassy
+# hillside" gave meadow 2%). On 800 eval-split prompts of each of two seeds other than the
+# evaluation's: exact biomes 90.6 -> 91.2% and 92.0 -> 92.6% (mixed 77 -> 81%, 81 -> 86%).
+SECOND_SURE_MIXED = 0.8
+SECOND_SURE_PHRASE = 0.74
 
 
 def biome_mix(
-    probs: np.ndarray, two: bool, phrase_scores: tuple[np.ndarray, np.ndarray] | None = None
+    probs: np.ndarray, mixed: float, phrase_scores: tuple[np.ndarray, np.ndarray] | None = None
 ) -> np.ndarray:
-    """The prompt heads' biome distribution and one-or-two answer (and the phrase scores, when
-    the weights have biome names) -> the generator's condition, as it was trained: one biome
-    (one-hot), or the top two with the second's share of them kept within the training range."""
+    """The prompt heads' biome distribution and probability of two biomes (and the phrase
+    scores, when the weights have biome names) -> the generator's condition, as it was trained:
+    one biome (one-hot), or the top two with the second's share of them kept within the
+    training range."""
     p = np.nan_to_num(np.asarray(probs, dtype=np.float64), nan=0.0)
     out = np.zeros(len(ws.BIOMES), np.float32)
+    two = mixed > 0.5
     if phrase_scores is None:
         first, second = np.argsort(-p)[:2]
         share = p[second] / max(p[first] + p[second], 1e-12)
@@ -615,7 +623,12 @@ def biome_mix(
         )
         first, second = np.argsort(-(np.log(p + 1e-6) + PHRASE_WEIGHT * nearest))[:2]
         share = p[second] / max(p[first] + p[second], 1e-12)
-        two = two and claimed[second] >= SECOND_PHRASE_MIN and share >= SECOND_HEAD_MIN_SHARE
+        sure = mixed >= SECOND_SURE_MIXED and claimed[second] >= SECOND_SURE_PHRASE
+        two = (
+            two
+            and claimed[second] >= SECOND_PHRASE_MIN
+            and (share >= SECOND_HEAD_MIN_SHARE or sure)
+        )
     if two:
         share = float(np.clip(share, *MIX_SHARES))
         out[first], out[second] = 1 - share, share

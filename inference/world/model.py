@@ -18,6 +18,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -263,8 +264,13 @@ class Renderer(nn.Module):
         img = self._forward_gather(tokens, offset, weather, minute, phase, sprites, 255.0, 0.5)
         img = img.clamp_(0, 255)
         if out is None:
-            return img.to(torch.uint8)
-        return out.copy_(img)
+            out = torch.empty(img.shape, dtype=torch.uint8, device=img.device)
+        if img.device.type != "cpu":
+            return out.copy_(img)
+        # the same truncating cast, 8x faster: torch's float -> uint8 copy is not vectorised
+        # on the CPU (16 frames 0.45 ms against numpy's 0.06: a quarter of the whole render)
+        np.copyto(out.numpy(), img.numpy(), casting="unsafe")
+        return out
 
     def _forward_gather(
         self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0

@@ -17,6 +17,7 @@ def test_it_needs_redis_to_share_placement_with_the_web_processes(settings):
         (["--name", "bad name!"], "--name"),
         (["--name", "w1", "--capacity", "0"], "--capacity"),
         (["--name", "w1", "--fps", "-3"], "--fps"),
+        (["--name", "w1", "--threads", "0"], "--threads"),
         (["--name", "w1", "--device", "tpu"], "--device"),
     ],
 )

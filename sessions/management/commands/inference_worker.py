@@ -32,6 +32,9 @@ class Command(BaseCommand):
         parser.add_argument("--capacity", type=int, default=settings.INFERENCE_CAPACITY)
         parser.add_argument("--name", default=f"{socket.gethostname()}-{os.getpid()}")
         parser.add_argument("--fps", type=float, default=settings.INFERENCE_FPS)
+        parser.add_argument(
+            "--threads", type=int, default=settings.INFERENCE_THREADS, help="torch threads"
+        )
         parser.add_argument("--weights", default=None, help="weights file (default: shipped)")
 
     def handle(self, *args, **options):
@@ -42,8 +45,8 @@ class Command(BaseCommand):
             )
         if not NAME_RE.match(options["name"]):
             raise CommandError("--name may hold letters, digits, '.', '_' and '-' (1-60).")
-        if options["capacity"] < 1 or options["fps"] <= 0:
-            raise CommandError("--capacity must be at least 1 and --fps above 0.")
+        if options["capacity"] < 1 or options["fps"] <= 0 or options["threads"] < 1:
+            raise CommandError("--capacity and --threads must be at least 1 and --fps above 0.")
         if not re.match(r"^(cpu|cuda(:\d+)?)$", options["device"]):
             raise CommandError("--device must be cpu or cuda:N.")
         asyncio.run(self._serve(options))
@@ -56,6 +59,7 @@ class Command(BaseCommand):
             device=options["device"],
             capacity=options["capacity"],
             fps=options["fps"],
+            threads=options["threads"],
             weights=options["weights"],
             screen=screen_generated_line,
             world_store=StorageWorldStore(),

@@ -183,6 +183,24 @@ def test_a_place_is_read_from_its_own_phrase_among_other_details(engine, prompt,
     engine.drop_world(wid)
 
 
+def test_a_second_biome_joined_by_unseen_words_is_read_from_its_phrase(engine):
+    # the heads give the meadow 2% beside the desert; the "mixed" head and the phrase are sure
+    prompt = (
+        "transport me to a sea of dunes bordering a grassy hillside, in a sandstorm with a "
+        "dragon's hoard"
+    )
+    heads = engine._text_heads(prompt, engine.model.prompt_heads)
+    probs = torch.softmax(heads["biome"], -1)
+    assert probs[ws.BIOMES.index("meadow")] < 0.05 * probs[ws.BIOMES.index("desert")]
+    wid = engine.create_world(prompt=prompt, seed=5)
+    assert set(engine.describe(wid)["biomes"]) == {"desert", "meadow"}
+    engine.drop_world(wid)
+    # a detail near another biome's name, with the head unsure of two, still names one
+    wid = engine.create_world(prompt="a scorching dune sea late at night", seed=5)
+    assert engine.describe(wid)["biomes"] == ["desert"]
+    engine.drop_world(wid)
+
+
 @pytest.mark.parametrize(
     "prompt, key, want",
     [
