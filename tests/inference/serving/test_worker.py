@@ -4,12 +4,17 @@ Redis placement, stepping the real world-model engine."""
 import asyncio
 import uuid
 
+import pytest
+import torch
+
 from inference.serving.frames import FLAG_RESTORED
 from inference.serving.snapshot import unpack_snapshot
+from inference.serving.worker import InferenceWorker
 from tests.inference.serving.worker_support import (
     GroupListener,
     attach_message,
     pixels,
+    running_worker,
     send,
 )
 
@@ -23,6 +28,18 @@ async def start_session(layer, placement, worker, listener_session=None):
 async def test_it_registers_only_once_listening(worker, placement):
     (info,) = placement.live_workers()
     assert info["name"] == worker.name and info["capacity"] == 2
+
+
+async def test_it_runs_torch_on_the_threads_it_was_given(layer, placement, engine):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        async with running_worker(layer=layer, placement=placement, engine=engine, threads=1):
+            assert torch.get_num_threads() == 1  # the frames' ops are too small for two
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(ValueError, match="threads"):
+        InferenceWorker(name="w", channel_layer=layer, placement=placement, threads=0)
 
 
 async def test_it_streams_numbered_jpeg_frames_to_the_session_group(

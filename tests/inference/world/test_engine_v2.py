@@ -195,7 +195,7 @@ def test_a_second_biome_joined_by_unseen_words_is_read_from_its_phrase(engine):
     wid = engine.create_world(prompt=prompt, seed=5)
     assert set(engine.describe(wid)["biomes"]) == {"desert", "meadow"}
     engine.drop_world(wid)
-    # a detail near another biome's name, with the head unsure of two, still names one
+    # one place named stays one biome
     wid = engine.create_world(prompt="a scorching dune sea late at night", seed=5)
     assert engine.describe(wid)["biomes"] == ["desert"]
     engine.drop_world(wid)
