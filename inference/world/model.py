@@ -258,6 +258,7 @@ class Renderer(nn.Module):
         bias = k * lit[:, None, None, 3:] + c
         return gain, bias
 
+    @torch.no_grad()
     def frames(self, tokens, offset, weather, minute, phase, sprites, out=None) -> torch.Tensor:
         """Inference: the same frames as uint8 (B, F, F, 3), rounded (from the frozen tables:
         no NaN), written into ``out`` when given (the caller's buffer: no copy of its own)."""

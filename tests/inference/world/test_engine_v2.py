@@ -10,6 +10,7 @@ import torch
 
 from inference.world import spec as ws
 from inference.world.engine import UnsupportedEvent
+from inference.world.model import ModelConfig, Renderer
 
 
 def _frame(engine, pid, keys=frozenset(), n=1):
@@ -69,6 +70,18 @@ def test_served_frames_match_the_trained_renderer_at_every_offset_and_frame_edge
     assert torch.equal(into.int(), served)
     assert (served - trained).abs().max() <= 1
     assert (served != trained).float().mean() < 0.01
+
+
+def test_a_renderer_still_training_draws_uint8_frames_too():
+    renderer = Renderer(ModelConfig())  # not frozen: its tables carry gradients
+    b, w = 2, ws.WINDOW
+    zeros = torch.zeros(b, dtype=torch.long)
+    frames = renderer.frames(
+        torch.zeros(b, w, w, dtype=torch.long), torch.zeros(b, 2, dtype=torch.long), zeros,
+        torch.full((b,), 720), torch.zeros(b, 2, dtype=torch.long),
+        torch.full((b, ws.MAX_SPRITES, 3), -1, dtype=torch.long),
+    )  # fmt: skip
+    assert frames.dtype == torch.uint8 and frames.shape == (b, ws.FRAME, ws.FRAME, 3)
 
 
 def test_frames_are_128_pixels_square(engine, clear_world):
