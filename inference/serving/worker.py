@@ -87,19 +87,19 @@ class InferenceWorker:
         screen: Callable[[str], bool] | None = None,
         world_store: WorldStore | None = None,
         vote_window_s: float = VOTE_WINDOW_S,
-        threads: int | None = 1,
+        threads: int = 1,
     ) -> None:
         """``narrator``: who writes stories and replies (default: ``Narrator.from_env``, which
         reads ``NARRATIVE_LM`` and friends). ``screen(text) -> bool``: may a generated line be
         shown; the web side passes moderation's play screening (this package is Django-free).
         ``world_store``: where Live worlds are kept between sessions (None: not kept).
         ``vote_window_s``: a shared story's vote closes this long after its first vote.
-        ``threads``: torch's intra-op threads in this process (None: torch's default, one per
-        core). One by default: a frame's ops are too small to split, and a second thread only
-        contends with the language model's and the event loop's for the cores."""
+        ``threads``: torch's intra-op threads in this process. One by default: a frame's ops are
+        too small to split, and a second thread only contends with the language model's and the
+        event loop's for the cores."""
         if capacity < 1 or fps <= 0:
             raise ValueError("capacity must be >= 1 and fps > 0")
-        if threads is not None and threads < 1:
+        if threads < 1:
             raise ValueError("threads must be >= 1")
         self.threads = threads
         self.name = name
@@ -157,10 +157,9 @@ class InferenceWorker:
             target=self.narrator.warm_up, name=f"{self.name}-lm-load", daemon=True
         ).start()
         try:
-            if self.threads is not None:
-                # process-wide; set on the engine thread too, which keeps it for its own ops
-                torch.set_num_threads(self.threads)
-                await loop.run_in_executor(self._engine_thread, torch.set_num_threads, self.threads)
+            # process-wide; set on the engine thread too, which keeps it for its own ops
+            torch.set_num_threads(self.threads)
+            await loop.run_in_executor(self._engine_thread, torch.set_num_threads, self.threads)
             if self.engine is None:
                 self.engine = await loop.run_in_executor(
                     self._engine_thread, lambda: WorldEngine.load(self.device, self.weights)
