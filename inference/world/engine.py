@@ -167,6 +167,13 @@ class WorldEngine:
         world = self._world(world_id)
         heads = self._text_heads(_check_text(text), self.model.event_heads)
         choice = {k: int(v.argmax()) - 1 for k, v in heads.items()}  # -1: no such event
+        # atmospheres and times weighed with the phrases that name one, as a prompt's are: "a
+        # snowstorm hits" is near the name "in a snowstorm" where the head alone read thunder
+        phrases = self._read_phrases(text)
+        for kind in ("weather", "time"):
+            named = getattr(phrases, kind)
+            if named is not None:  # class 0, "none", is named by nothing
+                choice[kind] = phrase_choice(heads[kind], np.concatenate([[0.0], named])) - 1
         if all(v < 0 for v in choice.values()):
             raise UnsupportedEvent("no world event recognised in the text")
         by = [p for p in world.players if p.player_id == near]

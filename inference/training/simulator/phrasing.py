@@ -1040,12 +1040,15 @@ def _check_banks() -> None:
 def concept_names() -> list[tuple[str, int, str]]:
     """(kind, index, name) for the training part of every biome noun, atmosphere and time of
     day phrasing, and ("other", 0, ...) for creatures and scene details: the names a prompt's
-    phrases are matched to (a phrase nearest to a creature or a detail names no atmosphere)."""
+    phrases are matched to (a phrase nearest to a creature or a detail names no atmosphere).
+    The event banks' phrasings name the same atmospheres and times ("a downpour begins", "day
+    breaks"): a prompt's "in a steady downpour" or "at daybreak" finds its concept through them
+    where the world phrasings' words miss it."""
     out = []
     for kind, banks, keys in (
         ("biome", (BIOME_NOUNS,), ws.BIOMES),
-        ("weather", (WEATHER_WORLD, WEATHER_ADJ), ws.WEATHERS),
-        ("time", (TIME_WORLD, TIME_NOUNS), ws.TIMES),
+        ("weather", (WEATHER_WORLD, WEATHER_ADJ, WEATHER_EVENTS), ws.WEATHERS),
+        ("time", (TIME_WORLD, TIME_NOUNS, TIME_EVENTS), ws.TIMES),
     ):
         for bank in banks:
             for key, options in bank.items():

@@ -166,6 +166,17 @@ def test_only_the_eval_split_draws_held_out_phrasings():
     assert held in evals
 
 
+def test_concept_names_hold_every_training_phrasing_of_a_concept_and_no_held_out_one():
+    names = phrasing.concept_names()
+    dawn = ws.TIMES.index("dawn")
+    assert ("time", dawn, "day breaks") in names  # an event phrasing names the concept too
+    assert ("time", dawn, "at sunrise") in names
+    texts = {text for _, _, text in names}
+    for bank in (phrasing.TIME_EVENTS, phrasing.WEATHER_EVENTS, phrasing.WEATHER_WORLD):
+        for options in bank.values():
+            assert not texts & set(phrasing.held_out(options))
+
+
 def test_events_of_every_kind_have_many_phrasings_with_labels():
     rng = np.random.default_rng(0)
     drawn = [sim.event_text(rng) for _ in range(400)]

@@ -235,6 +235,19 @@ def test_an_atmosphere_or_time_is_read_from_its_own_phrase(engine, prompt, key, 
     engine.drop_world(wid)
 
 
+def test_an_event_atmosphere_is_read_from_its_own_phrase(engine, clear_world):
+    wid, _ = clear_world
+    text = "a snowstorm starts"  # in no phrasing bank; the head alone reads a thunderstorm
+    heads = engine._text_heads(text, engine.model.event_heads)
+    assert int(heads["weather"].argmax()) - 1 == ws.WEATHERS.index("thunderstorm")
+    minute = engine.worlds[wid].minute
+    engine.apply_event(wid, text)
+    assert engine.describe(wid)["weather"] == "snow"
+    assert engine.worlds[wid].minute == minute  # and the time of day is left alone
+    with pytest.raises(UnsupportedEvent):  # naming none is still nothing
+        engine.apply_event(wid, "a sword hangs on the wall")
+
+
 def test_text_naming_nothing_the_model_can_do_is_unsupported(engine, clear_world):
     wid, _ = clear_world
     before = engine.snapshot(wid)
