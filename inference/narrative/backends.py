@@ -31,7 +31,7 @@ from typing import Protocol
 
 BACKENDS = ("embedded", "openai", "off")
 MODELS = ("smollm2", "gemma")  # embedded weights, by the package that ships them
-WEIGHTS = ("auto", "shipped", "bf16")  # how the embedded weights are held (``run_weights``)
+WEIGHTS = ("auto", "shipped", "bf16", "q8")  # how the embedded weights are held (``run_weights``)
 VAR_MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
 
 
@@ -70,7 +70,7 @@ class NarrativeConfig:
     url: str = ""  # NARRATIVE_LM_URL, e.g. http://gpu-host:8000/v1
     model: str = ""  # NARRATIVE_LM_MODEL: the served model's name
     key: str = field(default="", repr=False)  # NARRATIVE_LM_KEY
-    weights: str = "auto"  # NARRATIVE_LM_WEIGHTS: auto | shipped | bf16 (``run_weights``)
+    weights: str = "auto"  # NARRATIVE_LM_WEIGHTS: auto | shipped | bf16 | q8 (``run_weights``)
     threads: int = 1  # NARRATIVE_LM_THREADS: llama.cpp threads (1: the frames keep a core)
     concurrency: int = 8  # NARRATIVE_LM_CONCURRENCY: generations at once per worker (1: in turn)
     timeout_s: float = 10.0  # NARRATIVE_LM_TIMEOUT_S: one HTTP request to the openai backend
@@ -192,13 +192,16 @@ def weights_path(model: str) -> Path:
 _var_models_lock = threading.Lock()  # one file at a time written into var/models/ per process
 
 
-def run_weights(setting: str = "auto") -> str:
-    """How the embedded weights run: "bf16" (every tensor re-encoded to bfloat16 once) or
-    "shipped" (the package's GGUF as it is). "auto" takes bf16 where this llama.cpp build has
-    AVX512-BF16 kernels: there a matrix product over 8 sequences' tokens costs a few single
-    ones, while the shipped Q4_1 and Q4_K formats cost about one per token on a CPU (a decode of
-    8 sequences' tokens, 1 thread: SmolLM2 30 ms against 53, Gemma 52 against 82; one token 10
-    against 7 and 18 against 13; ``inference/README.md``). Elsewhere the shipped file is faster."""
+def run_weights(setting: str = "auto", model: str = "smollm2") -> str:
+    """How the embedded weights run: "bf16" or "q8" (every tensor re-encoded once to bfloat16 or
+    to 8-bit Q8_0) or "shipped" (the package's GGUF as it is). llama.cpp's CPU kernels for the
+    shipped 4-bit formats (SmolLM2's Q4_1 above all) cost about one single-token decode per
+    token whatever the batch; bfloat16 and Q8_0 matrix products batch. "auto" takes bf16 where
+    this llama.cpp build has AVX512-BF16 kernels (a decode of 8 sequences' tokens, 1 thread, on
+    an AMD EPYC: SmolLM2 30 ms against 53, Gemma 52 against 82), and elsewhere Q8_0 for SmolLM2
+    (an Intel Xeon with AVX-512 but no BF16: 8 sequences 68-86 ms against 107-134, a 64-token
+    read 333-362 against 674-806; one token 26-30 against 22-25) and Gemma as shipped (its
+    Q4_K_M batches: Q8_0 was no faster). ``inference/README.md`` has the tables."""
     if setting not in WEIGHTS:
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, not {setting!r}")
     if setting != "auto":
@@ -206,27 +209,33 @@ def run_weights(setting: str = "auto") -> str:
     import llama_cpp
 
     kernels = llama_cpp.llama_print_system_info().decode()
-    return "bf16" if "AVX512_BF16 = 1" in kernels else "shipped"
+    if "AVX512_BF16 = 1" in kernels:
+        return "bf16"
+    return "q8" if model == "smollm2" else "shipped"
 
 
-def bf16_weights(source: Path) -> Path:
-    """`source` re-encoded to bfloat16 (``llama_model_quantize``, well under a second for
-    SmolLM2, ~5 s for Gemma), once, into var/models/: near lossless from 4-bit weights (next-token
-    KL 0.005 nats against the shipped SmolLM2, the top token the same at 95% of positions).
-    Written to a file of this process's own, then renamed, as for Gemma's assembly."""
+def reencoded_weights(source: Path, encoding: str) -> Path:
+    """`source` re-encoded to bfloat16 or Q8_0 (``llama_model_quantize``, about a second for
+    SmolLM2, ~5 s for Gemma), once, into var/models/: near lossless from 4-bit weights
+    (next-token KL against the shipped SmolLM2: bfloat16 0.005 nats, the top token the same at
+    95% of positions; Q8_0 0.009 and 93%). Written to a file of this process's own, then
+    renamed, as for Gemma's assembly."""
     import ctypes
 
     import llama_cpp
     from llama_cpp._utils import suppress_stdout_stderr
 
-    target = VAR_MODELS / f"{source.stem}.bf16.gguf"
+    ftype = {"bf16": llama_cpp.LLAMA_FTYPE_MOSTLY_BF16, "q8": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}
+    if encoding not in ftype:
+        raise ValueError(f"no re-encoding called {encoding!r}")
+    target = VAR_MODELS / f"{source.stem}.{encoding}.gguf"
     with _var_models_lock:
         if target.exists() and target.stat().st_mtime >= source.stat().st_mtime:
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.{os.getpid()}.part")
         params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_BF16
+        params.ftype = ftype[encoding]
         params.allow_requantize = True
         params.nthread = 1
         try:
@@ -235,7 +244,7 @@ def bf16_weights(source: Path) -> Path:
                     str(source).encode(), str(partial).encode(), ctypes.byref(params)
                 )
             if rc != 0:
-                raise LMError(f"re-encoding {source.name} to bfloat16 failed ({rc})")
+                raise LMError(f"re-encoding {source.name} to {encoding} failed ({rc})")
             os.replace(partial, target)
         finally:
             partial.unlink(missing_ok=True)
@@ -283,9 +292,9 @@ class EmbeddedLM:
 
                 llama_cpp.llama_backend_init()
                 path = weights_path(self.model)
-                self.encoding = run_weights(self.weights)
-                if self.encoding == "bf16":
-                    path = bf16_weights(path)
+                self.encoding = run_weights(self.weights, self.model)
+                if self.encoding != "shipped":
+                    path = reencoded_weights(path, self.encoding)
                 weights = _internals.LlamaModel(
                     path_model=str(path),
                     params=model_params(),

@@ -60,9 +60,9 @@ STEP_LOGITS_BYTES = 64 * 2**20
 # With the shipped 4-bit weights llama.cpp's CPU build pays a fixed cost in the output layer
 # (logits over the vocabulary) for a decode with 2 outputs or more: measured on 1 thread, Gemma
 # 12 ms for 1 token, 45 ms for 2, 55 for 4, 65 for 8; SmolLM2 6, 16, 26, 40. Up to this many
-# outputs, each gets a call of its own. The bfloat16 weights' matrix products batch (SmolLM2
+# outputs, each gets a call of its own. The bfloat16 and Q8_0 weights' products batch (SmolLM2
 # 10 ms for 1, 13 for 2; Gemma 18 and 25): one call, always. By ``backends.run_weights``.
-SPLIT_OUTPUTS = {"shipped": 4, "bf16": 1}
+SPLIT_OUTPUTS = {"shipped": 4, "bf16": 1, "q8": 1}
 STEP_LOCK = threading.Lock()  # one step at a time in this process, whichever model
 
 

@@ -8,10 +8,10 @@ from inference.narrative.backends import (
     NarrativeConfig,
     OpenAILM,
     Sampling,
-    bf16_weights,
     embedded,
     model_params,
     open_backends,
+    reencoded_weights,
     run_weights,
     weights_path,
 )
@@ -67,29 +67,45 @@ def test_a_bad_setting_fails_loudly(env):
 def test_the_weights_setting_is_read_and_an_explicit_choice_stands():
     assert NarrativeConfig.from_env({}).weights == "auto"
     assert NarrativeConfig.from_env({"NARRATIVE_LM_WEIGHTS": " BF16 "}).weights == "bf16"
-    assert run_weights("shipped") == "shipped" and run_weights("bf16") == "bf16"
-    assert run_weights("auto") in {"shipped", "bf16"}
+    import llama_cpp
+
+    for explicit in ("shipped", "bf16", "q8"):
+        assert run_weights(explicit) == explicit == run_weights(explicit, "gemma")
+    # where the build has no bfloat16 kernels SmolLM2 runs in Q8_0 and Gemma as shipped
+    bf16 = b"AVX512_BF16 = 1" in llama_cpp.llama_print_system_info()
+    assert run_weights("auto") == ("bf16" if bf16 else "q8")
+    assert run_weights("auto", "gemma") == ("bf16" if bf16 else "shipped")
     with pytest.raises(ValueError, match="weights"):
         run_weights("int2")
 
 
-def test_the_bfloat16_copy_is_made_once_and_predicts_as_the_shipped_weights_do(smollm2):
-    copy = bf16_weights(weights_path("smollm2"))
+@pytest.mark.parametrize("encoding, bits", [("bf16", 16), ("q8", 8)])
+def test_a_reencoded_copy_is_made_once_and_predicts_as_the_shipped_weights_do(
+    smollm2, encoding, bits
+):
+    shipped_file = weights_path("smollm2")
+    copy = reencoded_weights(shipped_file, encoding)
     made = copy.stat().st_mtime_ns
-    assert bf16_weights(weights_path("smollm2")) == copy and copy.stat().st_mtime_ns == made
-    assert copy.stat().st_size > 2 * weights_path("smollm2").stat().st_size  # 16 bits, not 4
+    assert reencoded_weights(shipped_file, encoding) == copy and copy.stat().st_mtime_ns == made
+    # 4.5 bits a weight as shipped (the vocabulary's embedding is 8 and stays so in Q8_0)
+    assert copy.stat().st_size > (1.4 if bits == 8 else 2.5) * shipped_file.stat().st_size
     shipped = embedded("smollm2", weights="shipped")
-    bf16 = embedded("smollm2", weights="bf16")
-    shipped.load(), bf16.load()
-    assert (shipped.encoding, bf16.encoding) == ("shipped", "bf16")
-    # the shipped 4-bit file splits a step's outputs into calls of one; bfloat16 never does
-    assert (shipped.decoder.split_outputs, bf16.decoder.split_outputs) == (4, 1)
+    other = embedded("smollm2", weights=encoding)
+    shipped.load(), other.load()
+    assert (shipped.encoding, other.encoding) == ("shipped", encoding)
+    # the shipped 4-bit file splits a step's outputs into calls of one; the copies never do
+    assert (shipped.decoder.split_outputs, other.decoder.split_outputs) == (4, 1)
     greedy = Sampling(max_tokens=24, temperature=0.0)
-    for lm in (shipped, bf16):
+    for lm in (shipped, other):
         assert "Friday" in "".join(lm.complete("Monday, Tuesday, Wednesday, Thursday,", greedy))
     # the same reply, or one that parts late: the copy keeps the model's next-token choices
-    a, b = ("".join(lm.chat(GREETING, greedy)).split() for lm in (shipped, bf16))
+    a, b = ("".join(lm.chat(GREETING, greedy)).split() for lm in (shipped, other))
     assert a[:4] == b[:4], (a, b)
+
+
+def test_an_unknown_reencoding_is_refused():
+    with pytest.raises(ValueError, match="re-encoding"):
+        reencoded_weights(weights_path("smollm2"), "int2")
 
 
 def test_a_build_with_amx_loads_the_weights_without_extra_buffers(monkeypatch):
