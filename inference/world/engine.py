@@ -87,6 +87,7 @@ class WorldEngine:
         # Whether a step makes the chunks it needs itself; off while the terrain thread runs
         # (then a player is held at the edge of a late chunk instead).
         self.grow_in_step = True
+        self.urgent_rounds = True  # the terrain thread skips its rest while land is late
         self._terrain_stop = threading.Event()
         self._terrain_wake = threading.Event()
 
@@ -388,20 +389,29 @@ class WorldEngine:
         self.grow_in_step = True
 
     def _terrain_loop(self) -> None:
-        # At most about half of one core: the thread rests as long as its last round took, so
-        # the frame path (the engine thread) always finds the cores and the GIL free soon.
+        # About half of one core: the thread rests as long as its last round took, so the frame
+        # path (the engine thread) finds the cores and the GIL free soon; but not while a
+        # player could step next to land still missing (it would be held at the edge).
         while not self._terrain_stop.is_set():
             started = time.perf_counter()
             try:
                 made = self.grow_ahead(max_rounds=1)
+                urgent = made and self.urgent_rounds and self._edge_missing()
             except Exception:  # a world dropped mid-plan, a bad canvas: log, go on
                 log.exception("terrain thread: growing ahead failed")
-                made = 0
-            if made:
-                self._terrain_stop.wait(time.perf_counter() - started)
+                made = urgent = 0
+            if made:  # a quarter of that while land is late
+                took = time.perf_counter() - started
+                self._terrain_stop.wait(took / 4 if urgent else took)
             else:
                 self._terrain_wake.wait(0.05)
                 self._terrain_wake.clear()
+
+    def _edge_missing(self) -> bool:
+        """Whether a chunk the next step of some player could show is still missing."""
+        with self._canvas:
+            worlds = list(self.worlds.values())
+        return any(self._needed_chunks(w, [(p.x, p.y) for p in list(w.players)]) for w in worlds)
 
     def _needed_chunks(
         self, world: WorldState, positions, reach: int | None = None

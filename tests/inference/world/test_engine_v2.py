@@ -332,8 +332,10 @@ def test_a_player_is_held_at_the_edge_of_a_chunk_not_made_yet(engine):
             ws.WINDOW,
         )
         assert (region != ws.UNKNOWN_TOKEN).all() and frame.std() > 0  # never shows a hole
+        assert engine._edge_missing()  # what has the terrain thread skip most of its rest
         while engine.grow_ahead(max_rounds=4):  # the late chunks arrive: no more holding
             pass
+        assert not engine._edge_missing()
         held = engine.held_frames
         engine.step({pid: frozenset("d")}, {pid: 4})
         assert engine.held_frames == held and engine.late_chunks == late
