@@ -330,18 +330,18 @@ class WorldEngine:
         frames = np.empty((len(scenes), ws.FRAME, ws.FRAME, 3), np.uint8)
         for start in range(0, len(scenes), DECODE_BATCH):
             part = scenes[start : start + DECODE_BATCH]
-            tokens, offset, weather, minute, phase, sprites = (
-                np.stack([s[i] for s in part]) for i in range(6)
+            tokens, sprites = (np.stack([s[i] for s in part]) for i in (0, 5))
+            # the numbers in one array each (np.stack of 16 tuples took 0.08 ms more)
+            offset, weather, minute, phase = (
+                np.array([s[i] for s in part], dtype=np.int64) for i in (1, 2, 3, 4)
             )
             dev = self.device
             into = torch.from_numpy(frames[start : start + len(part)])
             self.model.renderer.frames(
-                torch.from_numpy(tokens).to(dev),
-                torch.from_numpy(offset).long().to(dev),
-                torch.from_numpy(weather).long().to(dev),
-                torch.from_numpy(minute).long().to(dev),
-                torch.from_numpy(phase).long().to(dev),
-                torch.from_numpy(sprites).to(dev),
+                *(
+                    torch.from_numpy(a).to(dev)
+                    for a in (tokens, offset, weather, minute, phase, sprites)
+                ),
                 out=into,
             )
         return frames
