@@ -29,6 +29,7 @@ import enum
 import itertools
 import logging
 import queue
+import statistics
 import threading
 import time
 from collections import deque
@@ -57,13 +58,24 @@ MIN_SHARED = 16  # fewer shared tokens than this and a request takes the least r
 STEP_TOKENS = 256
 MIN_STEP_TOKENS = 64
 STEP_LOGITS_BYTES = 64 * 2**20
-# With the shipped 4-bit weights llama.cpp's CPU build pays a fixed cost in the output layer
-# (logits over the vocabulary) for a decode with 2 outputs or more: measured on 1 thread, Gemma
-# 12 ms for 1 token, 45 ms for 2, 55 for 4, 65 for 8; SmolLM2 6, 16, 26, 40. Up to this many
-# outputs, each gets a call of its own. The bfloat16 and Q8_0 weights' products batch (SmolLM2
-# 10 ms for 1, 13 for 2; Gemma 18 and 25): one call, always. By ``backends.run_weights``.
-SPLIT_OUTPUTS = {"shipped": 4, "bf16": 1, "q8": 1}
+# With the shipped 4-bit weights llama.cpp's CPU build may pay a fixed cost in the output layer
+# (logits over the vocabulary) for a decode with 2 outputs or more: measured on 1 thread on an
+# AMD EPYC, Gemma 12 ms for 1 token, 45 ms for 2, 55 for 4, 65 for 8; SmolLM2 6, 16, 26, 40.
+# There, up to SPLIT_MAX outputs, each gets a call of its own. On an Intel Xeon without
+# AVX512-BF16 the same files cost nothing of the kind (Gemma 61 ms for 1, 59 for 2), and calls of
+# one made 2 sequences 1.5x and 4 sequences 3x slower: so for the shipped files the decoder
+# measures which way this CPU goes when it starts (``measure_split``). The bfloat16 and Q8_0
+# weights' products batch (SmolLM2 10 ms for 1, 13 for 2; Gemma 18 and 25): one call, always.
+# By ``backends.run_weights``; None: measured.
+SPLIT_MAX = 4
+SPLIT_OUTPUTS = {"shipped": None, "bf16": 1, "q8": 1}
 STEP_LOCK = threading.Lock()  # one step at a time in this process, whichever model
+
+
+def split_outputs_for(two_calls: list[float], one_call: list[float]) -> int:
+    """SPLIT_MAX where two outputs took less time (median) in two calls than in one, else 1."""
+    faster = statistics.median(two_calls) < statistics.median(one_call)
+    return SPLIT_MAX if faster else 1
 
 
 class Status(enum.Enum):
@@ -217,7 +229,7 @@ class BatchDecoder:
         n_ctx_seq: int = 1024,
         threads: int = 1,
         step_tokens: int = STEP_TOKENS,
-        split_outputs: int = SPLIT_OUTPUTS["shipped"],
+        split_outputs: int | None = None,  # None: measured on this CPU (``measure_split``)
         name: str = "decode",
     ) -> None:
         import llama_cpp
@@ -245,6 +257,9 @@ class BatchDecoder:
         self.n_ctx_seq = int(llama_cpp.llama_n_ctx_seq(self._ctx))
         self.n_swa = int(llama_cpp.llama_model_n_swa(model.model))
         self.step_tokens = step_tokens
+        self.name = name
+        if split_outputs is None:  # one sequence never has two outputs: nothing to measure
+            split_outputs = self.measure_split() if sequences > 1 else 1
         self.split_outputs = split_outputs
         self.slots = [Slot(i) for i in range(sequences)]
         self._piece_buffer = ctypes.create_string_buffer(64)
@@ -265,6 +280,47 @@ class BatchDecoder:
         self.finished: deque[RequestStats] = deque(maxlen=4096)  # the last requests' stats
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
+
+    def measure_split(self, rounds: int = 3) -> int:
+        """SPLIT_MAX if two one-output calls take less time than one two-output call on this
+        CPU, else 1 (no split). Timed on two short sequences before the loop starts (a few
+        decodes: ~0.3 s for Gemma on a slow core), which are cleared again after."""
+        llama, batch = self._llama, self._batch.batch
+        token = max(0, int(llama.llama_vocab_bos(self._model.vocab)))
+
+        def decode(seqs: list[int], pos: int, n: int, logits: bool) -> float:
+            k = 0
+            for seq in seqs:
+                for j in range(n):
+                    batch.token[k], batch.pos[k], batch.n_seq_id[k] = token, pos + j, 1
+                    batch.seq_id[k][0], batch.logits[k] = seq, logits and j == n - 1
+                    k += 1
+            batch.n_tokens = k
+            began = time.perf_counter()
+            if llama.llama_decode(self._ctx, batch) != 0:
+                raise LMError("llama_decode failed while measuring")
+            return time.perf_counter() - began
+
+        one, two = [], []
+        with STEP_LOCK:
+            try:
+                decode([0, 1], 0, 8, False)
+                for _ in range(rounds):
+                    one.append(decode([0], 8, 1, True) + decode([1], 8, 1, True))
+                    for seq in (0, 1):
+                        llama.llama_memory_seq_rm(self._memory, seq, 8, -1)
+                    two.append(decode([0, 1], 8, 1, True))
+                    for seq in (0, 1):
+                        llama.llama_memory_seq_rm(self._memory, seq, 8, -1)
+            finally:
+                for seq in (0, 1):
+                    llama.llama_memory_seq_rm(self._memory, seq, 0, -1)
+        split = split_outputs_for(one, two)
+        log.info(
+            "%s: 2 outputs in 2 calls %.1f ms, in 1 call %.1f ms: %s",
+            self.name, 1000 * min(one), 1000 * min(two), "split" if split > 1 else "one call",
+        )  # fmt: skip
+        return split
 
     # --- the client side (any thread) ------------------------------------------------------
     def generate(self, prompt: str, sampling: Sampling) -> Iterator[str]:

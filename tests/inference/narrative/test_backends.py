@@ -15,6 +15,7 @@ from inference.narrative.backends import (
     run_weights,
     weights_path,
 )
+from inference.narrative.decoding import SPLIT_MAX
 
 SHORT = Sampling(max_tokens=12, temperature=0.0, seed=1)
 GREETING = [
@@ -93,8 +94,8 @@ def test_a_reencoded_copy_is_made_once_and_predicts_as_the_shipped_weights_do(
     other = embedded("smollm2", weights=encoding)
     shipped.load(), other.load()
     assert (shipped.encoding, other.encoding) == ("shipped", encoding)
-    # the shipped 4-bit file splits a step's outputs into calls of one; the copies never do
-    assert (shipped.decoder.split_outputs, other.decoder.split_outputs) == (4, 1)
+    # the shipped 4-bit file's split of a step's outputs is measured; the copies never split
+    assert shipped.decoder.split_outputs in (1, SPLIT_MAX) and other.decoder.split_outputs == 1
     greedy = Sampling(max_tokens=24, temperature=0.0)
     for lm in (shipped, other):
         assert "Friday" in "".join(lm.complete("Monday, Tuesday, Wednesday, Thursday,", greedy))

@@ -9,8 +9,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from inference.narrative.backends import LMError, Sampling
-from inference.narrative.decoding import BatchDecoder, Request, Slot, Status, StreamText, sample
+from inference.narrative.backends import LMError, Sampling, embedded
+from inference.narrative.decoding import (
+    SPLIT_MAX,
+    BatchDecoder,
+    Request,
+    Slot,
+    Status,
+    StreamText,
+    sample,
+    split_outputs_for,
+)
 
 GREEDY = Sampling(max_tokens=8, temperature=0.0, repeat_penalty=1.0, seed=1)
 SERIES = {  # a prompt, and the word its continuation must hold
@@ -60,7 +69,29 @@ def test_the_room_is_shared_out_when_the_reads_are_long():
     assert [len(t) for _, t, _ in plan] == [21, 21, 21]
 
 
+def test_a_step_is_split_into_calls_of_one_output_only_where_that_was_faster():
+    assert split_outputs_for([0.025, 0.026, 0.030], [0.045, 0.044, 0.020]) == SPLIT_MAX  # EPYC
+    assert split_outputs_for([0.122, 0.118, 0.121], [0.059, 0.060, 0.061]) == 1  # Xeon
+    shipped = SimpleNamespace(split_outputs=SPLIT_MAX)
+    plan = [(Slot(i), [1], True) for i in range(3)] + [(Slot(3), [1, 2], False)]
+    assert [len(c) for c in BatchDecoder._calls(shipped, plan)] == [2, 1, 1]  # the read rides along
+    assert [len(c) for c in BatchDecoder._calls(SimpleNamespace(split_outputs=1), plan)] == [4]
+
+
 # --- on the real model --------------------------------------------------------------------
+
+
+def test_the_split_is_measured_on_sequences_left_empty_after(smollm2):
+    import llama_cpp
+
+    shipped = embedded("smollm2", weights="shipped")  # the 4-bit file: split measured at load
+    shipped.load()
+    decoder = shipped.decoder
+    assert decoder.split_outputs in (1, SPLIT_MAX)
+    assert decoder.measure_split(rounds=1) in (1, SPLIT_MAX)
+    for seq in (0, 1):
+        assert llama_cpp.llama_memory_seq_pos_max(decoder._memory, seq) == -1
+    assert "Friday" in "".join(shipped.complete(next(iter(SERIES)), GREEDY))
 
 
 def test_streams_from_several_threads_each_get_their_own_whole_completion(gemma):
