@@ -301,24 +301,25 @@ class BatchDecoder:
                 raise LMError("llama_decode failed while measuring")
             return time.perf_counter() - began
 
-        one, two = [], []
+        in_two_calls, in_one_call = [], []
         with STEP_LOCK:
             try:
                 decode([0, 1], 0, 8, False)
                 for _ in range(rounds):
-                    one.append(decode([0], 8, 1, True) + decode([1], 8, 1, True))
+                    in_two_calls.append(decode([0], 8, 1, True) + decode([1], 8, 1, True))
                     for seq in (0, 1):
                         llama.llama_memory_seq_rm(self._memory, seq, 8, -1)
-                    two.append(decode([0, 1], 8, 1, True))
+                    in_one_call.append(decode([0, 1], 8, 1, True))
                     for seq in (0, 1):
                         llama.llama_memory_seq_rm(self._memory, seq, 8, -1)
             finally:
                 for seq in (0, 1):
                     llama.llama_memory_seq_rm(self._memory, seq, 0, -1)
-        split = split_outputs_for(one, two)
+        split = split_outputs_for(in_two_calls, in_one_call)
+        ms = [1000 * statistics.median(t) for t in (in_two_calls, in_one_call)]
         log.info(
             "%s: 2 outputs in 2 calls %.1f ms, in 1 call %.1f ms: %s",
-            self.name, 1000 * min(one), 1000 * min(two), "split" if split > 1 else "one call",
+            self.name, *ms, "split" if split > 1 else "one call",
         )  # fmt: skip
         return split
 

@@ -87,7 +87,6 @@ class WorldEngine:
         # Whether a step makes the chunks it needs itself; off while the terrain thread runs
         # (then a player is held at the edge of a late chunk instead).
         self.grow_in_step = True
-        self.urgent_rounds = True  # the terrain thread skips its rest while land is late
         self._terrain_stop = threading.Event()
         self._terrain_wake = threading.Event()
 
@@ -390,17 +389,17 @@ class WorldEngine:
 
     def _terrain_loop(self) -> None:
         # About half of one core: the thread rests as long as its last round took, so the frame
-        # path (the engine thread) finds the cores and the GIL free soon; but not while a
-        # player could step next to land still missing (it would be held at the edge).
+        # path (the engine thread) finds the cores and the GIL free soon; only a quarter of
+        # that while a player's next step could show land still missing (they would be held).
         while not self._terrain_stop.is_set():
             started = time.perf_counter()
             try:
                 made = self.grow_ahead(max_rounds=1)
-                urgent = made and self.urgent_rounds and self._edge_missing()
+                urgent = made and self._edge_missing()
             except Exception:  # a world dropped mid-plan, a bad canvas: log, go on
                 log.exception("terrain thread: growing ahead failed")
                 made = urgent = 0
-            if made:  # a quarter of that while land is late
+            if made:
                 took = time.perf_counter() - started
                 self._terrain_stop.wait(took / 4 if urgent else took)
             else:
