@@ -64,7 +64,7 @@ STEP_LOGITS_BYTES = 64 * 2**20
 # There, up to SPLIT_MAX outputs, each gets a call of its own. On an Intel Xeon without
 # AVX512-BF16 the same files cost nothing of the kind (Gemma 61 ms for 1, 59 for 2), and calls of
 # one made 2 sequences 1.5x and 4 sequences 3x slower: so for the shipped files the decoder
-# measures which way this CPU goes when it starts (``measure_split``). The bfloat16 and Q8_0
+# measures which way this CPU goes when it starts (``_measure_split``). The bfloat16 and Q8_0
 # weights' products batch (SmolLM2 10 ms for 1, 13 for 2; Gemma 18 and 25): one call, always.
 # By ``backends.run_weights``; None: measured.
 SPLIT_MAX = 4
@@ -229,7 +229,7 @@ class BatchDecoder:
         n_ctx_seq: int = 1024,
         threads: int = 1,
         step_tokens: int = STEP_TOKENS,
-        split_outputs: int | None = None,  # None: measured on this CPU (``measure_split``)
+        split_outputs: int | None = None,  # None: measured on this CPU (``_measure_split``)
         name: str = "decode",
     ) -> None:
         import llama_cpp
@@ -259,7 +259,7 @@ class BatchDecoder:
         self.step_tokens = step_tokens
         self.name = name
         if split_outputs is None:  # one sequence never has two outputs: nothing to measure
-            split_outputs = self.measure_split() if sequences > 1 else 1
+            split_outputs = self._measure_split() if sequences > 1 else 1
         self.split_outputs = split_outputs
         self.slots = [Slot(i) for i in range(sequences)]
         self._piece_buffer = ctypes.create_string_buffer(64)
@@ -281,7 +281,7 @@ class BatchDecoder:
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def measure_split(self, rounds: int = 3) -> int:
+    def _measure_split(self, rounds: int = 3) -> int:
         """SPLIT_MAX if two one-output calls take less time than one two-output call on this
         CPU, else 1 (no split). Timed on two short sequences before the loop starts (a few
         decodes: ~0.3 s for Gemma on a slow core), which are cleared again after."""

@@ -25,6 +25,7 @@ from inference.world import text as text_encoder
 
 MAX_OPTION_WORDS = 12
 ATTEMPTS = 3  # completions tried for a pair before the grammar fills in
+GRAMMAR_DRAWS = 4  # grammar pairs drawn at most while screening refuses their options
 SIMILAR = 0.86  # MiniLM similarity at which two options count as the same
 # Below this similarity to its nearest event exemplar an option causes nothing the engine
 # knows: it is dropped rather than offered with a change it does not describe.
@@ -133,18 +134,34 @@ def offer(
                 if screen(label):
                     options.append(_option(label, event))
     written = len(options) == 2
-    if not written:  # the grammar completes the pair, still fresh against what was written
-        # Screened like the model's; if screening refuses all of it, the templates (text we
-        # wrote) are offered rather than nothing.
-        fallback = engine.story_offer(story, world, seed).options
-        fallback = tuple(o for o in fallback if screen(o.label)) or fallback
-        for option in fallback:
-            if len(options) < 2 and _fresh(option.label, [o.label for o in options] + recent):
-                options.append(option)
-        for option in fallback:  # nothing fresh left: any grammar option rather than none
-            if len(options) < 2 and option.label not in [o.label for o in options]:
-                options.append(option)
+    if not written:
+        options += _grammar_options(story, world, seed, options, recent, screen)
     return replace(story, index=index, options=tuple(options[:2])), written
+
+
+def _grammar_options(story, world, seed, options, recent, screen) -> list[engine.Option]:
+    """What the grammar adds to complete the pair: options screened like the model's and fresh
+    against what was written, drawn from further seeds while screening refuses some; failing
+    that a screened one that is not fresh, and last the templates as they are (text we wrote)
+    rather than fewer than two options."""
+    drawn: list[engine.Option] = []
+    passed: list[engine.Option] = []
+    for k in range(GRAMMAR_DRAWS):
+        for option in engine.story_offer(story, world, seed + k).options:
+            if option.label not in [o.label for o in drawn]:
+                drawn.append(option)
+                if screen(option.label):
+                    passed.append(option)
+        if len(passed) >= 2:
+            break
+    added: list[engine.Option] = []
+    for pool, fresh in ((passed, True), (passed, False), (drawn, False)):
+        for option in pool:
+            taken = [o.label for o in [*options, *added]]
+            if len(options) + len(added) < 2 and option.label not in taken:
+                if not fresh or _fresh(option.label, taken + recent):
+                    added.append(option)
+    return added
 
 
 def _option(label: str, event: engine.Event) -> engine.Option:

@@ -81,17 +81,21 @@ def test_a_step_is_split_into_calls_of_one_output_only_where_that_was_faster():
 # --- on the real model --------------------------------------------------------------------
 
 
-def test_the_split_is_measured_on_sequences_left_empty_after(smollm2):
+def test_a_new_decoder_of_a_shipped_file_measures_the_split_and_leaves_its_sequences_empty(
+    smollm2,
+):
     import llama_cpp
 
-    shipped = embedded("smollm2", weights="shipped")  # the 4-bit file: split measured at load
+    shipped = embedded("smollm2", weights="shipped")  # the 4-bit file as packaged
     shipped.load()
-    decoder = shipped.decoder
-    assert decoder.split_outputs in (1, SPLIT_MAX)
-    assert decoder.measure_split(rounds=1) in (1, SPLIT_MAX)
-    for seq in (0, 1):
-        assert llama_cpp.llama_memory_seq_pos_max(decoder._memory, seq) == -1
-    assert "Friday" in "".join(shipped.complete(next(iter(SERIES)), GREEDY))
+    decoder = BatchDecoder(shipped.decoder._model, sequences=2, n_ctx_seq=128, name="measured")
+    try:
+        assert decoder.split_outputs in (1, SPLIT_MAX)  # measured when it started
+        for seq in (0, 1):
+            assert llama_cpp.llama_memory_seq_pos_max(decoder._memory, seq) == -1
+        assert "Friday" in "".join(decoder.generate(next(iter(SERIES)), GREEDY))
+    finally:
+        decoder.close()
 
 
 def test_streams_from_several_threads_each_get_their_own_whole_completion(gemma):

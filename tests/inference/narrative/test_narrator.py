@@ -40,6 +40,18 @@ class BrokenLM:
         raise LMError("no model here")
 
 
+class SilentLM:
+    """A model that answers with nothing usable: the grammar completes every pair."""
+
+    name = "embedded:silent"
+
+    def complete(self, prompt, sampling):
+        yield ""
+
+    def chat(self, messages, sampling, prefill=""):
+        yield ""
+
+
 # --- stories ---------------------------------------------------------------------------------
 
 
@@ -87,6 +99,23 @@ def test_every_option_shown_passed_screening(narrator):
         assert len(options) == 2
         assert all(screened.get(o.label) for o in options)
     assert not all(screened.values())  # some were refused, and never shown
+
+
+def test_the_grammar_completes_a_pair_with_options_that_passed_screening():
+    refused = []
+
+    def screen(text):  # refuses about half of what it is shown
+        if len(text) % 2:
+            refused.append(text)
+        return not len(text) % 2
+
+    narrator = Narrator(SilentLM(), SilentLM(), screen=screen)
+    story = engine.story_start(OPENING, BEACH)
+    for seed in range(8):
+        options = narrator.offer(story, BEACH, seed, soon()).state.options
+        assert len(options) == 2 and len({o.label for o in options}) == 2
+        assert all(screen(o.label) for o in options), options
+    assert refused  # the grammar's own options were refused, and others drawn instead
 
 
 def test_a_failing_model_leaves_the_story_to_the_grammar_and_the_answer_says_so():
