@@ -285,17 +285,13 @@ class BatchDecoder:
         """SPLIT_MAX if two one-output calls take less time than one two-output call on this
         CPU, else 1 (no split). Timed on two short sequences before the loop starts (a few
         decodes: ~0.3 s for Gemma on a slow core), which are cleared again after."""
-        llama, batch = self._llama, self._batch.batch
+        llama = self._llama
         token = max(0, int(llama.llama_vocab_bos(self._model.vocab)))
+        held = [token] * 8
+        slots = [Slot(0), Slot(1)]  # stand-ins: the decoder's slots are made after
 
-        def decode(seqs: list[int], pos: int, n: int, logits: bool) -> float:
-            k = 0
-            for seq in seqs:
-                for j in range(n):
-                    batch.token[k], batch.pos[k], batch.n_seq_id[k] = token, pos + j, 1
-                    batch.seq_id[k][0], batch.logits[k] = seq, logits and j == n - 1
-                    k += 1
-            batch.n_tokens = k
+        def decode(plan: list[tuple[Slot, list[int], bool]]) -> float:
+            batch, _ = self._fill(plan)
             began = time.perf_counter()
             if llama.llama_decode(self._ctx, batch) != 0:
                 raise LMError("llama_decode failed while measuring")
@@ -304,17 +300,19 @@ class BatchDecoder:
         in_two_calls, in_one_call = [], []
         with STEP_LOCK:
             try:
-                decode([0, 1], 0, 8, False)
+                decode([(slot, held, False) for slot in slots])
+                for slot in slots:
+                    slot.tokens = held
                 for _ in range(rounds):
-                    in_two_calls.append(decode([0], 8, 1, True) + decode([1], 8, 1, True))
-                    for seq in (0, 1):
-                        llama.llama_memory_seq_rm(self._memory, seq, 8, -1)
-                    in_one_call.append(decode([0, 1], 8, 1, True))
-                    for seq in (0, 1):
-                        llama.llama_memory_seq_rm(self._memory, seq, 8, -1)
+                    in_two_calls.append(sum(decode([(slot, [token], True)]) for slot in slots))
+                    for slot in slots:
+                        llama.llama_memory_seq_rm(self._memory, slot.seq_id, len(held), -1)
+                    in_one_call.append(decode([(slot, [token], True) for slot in slots]))
+                    for slot in slots:
+                        llama.llama_memory_seq_rm(self._memory, slot.seq_id, len(held), -1)
             finally:
-                for seq in (0, 1):
-                    llama.llama_memory_seq_rm(self._memory, seq, 0, -1)
+                for slot in slots:
+                    llama.llama_memory_seq_rm(self._memory, slot.seq_id, 0, -1)
         split = split_outputs_for(in_two_calls, in_one_call)
         ms = [1000 * statistics.median(t) for t in (in_two_calls, in_one_call)]
         log.info(
@@ -479,9 +477,9 @@ class BatchDecoder:
         rest = [entry for entry in plan if not entry[2]]
         return [[sampled[0], *rest], *([entry] for entry in sampled[1:])]
 
-    def _step(self, plan: list[tuple[Slot, list[int], bool]]) -> None:
-        """Decode the plan's tokens in one batch and sample where asked. If the batch fails,
-        each sequence is tried alone, so only the one at fault fails."""
+    def _fill(self, plan: list[tuple[Slot, list[int], bool]]) -> tuple:
+        """The plan's tokens laid into the batch, each after what its slot holds.
+        -> (the batch, [(slot, batch index)] of the tokens whose logits are asked for)."""
         batch, n, outputs = self._batch.batch, 0, []
         for slot, tokens, wants in plan:
             start = len(slot.tokens)
@@ -495,6 +493,12 @@ class BatchDecoder:
             if wants:
                 outputs.append((slot, n - 1))
         batch.n_tokens = n
+        return batch, outputs
+
+    def _step(self, plan: list[tuple[Slot, list[int], bool]]) -> None:
+        """Decode the plan's tokens in one batch and sample where asked. If the batch fails,
+        each sequence is tried alone, so only the one at fault fails."""
+        batch, outputs = self._fill(plan)
         rc = self._llama.llama_decode(self._ctx, batch)
         if rc != 0:
             for slot, _, _ in plan:  # what was decoded of a failed batch may have stayed
