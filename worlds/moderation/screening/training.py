@@ -18,14 +18,19 @@ from worlds.moderation.screening.semantic import embed
 from worlds.moderation.screening.verdicts import CATEGORIES
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-EXAMPLE_FILES = ("examples.txt", "examples_generated.txt")  # "category | phrase" per line
+# "category | phrase" per line. The dialogue lines teach the classifier that talk with a
+# character (advice, danger, loss, faith) is benign; the thresholds come from the other benign
+# phrases, the look-alikes (counted too, the dialogue lines raised hold from 0.53 to 0.62 and
+# harmful recall on the handwritten split fell from 0.88 to 0.83).
+DIALOGUE_FILE = "examples_dialogue.txt"
+EXAMPLE_FILES = ("examples.txt", "examples_generated.txt", DIALOGUE_FILE)
 TRAINING_SPLITS = ("tune",)
 
 
-def load_examples() -> dict[str, list[str]]:
+def load_examples(names: tuple[str, ...] = EXAMPLE_FILES) -> dict[str, list[str]]:
     examples: dict[str, list[str]] = {c: [] for c in (*CATEGORIES, "benign")}
     lines = []
-    for name in EXAMPLE_FILES:
+    for name in names:
         path = DATA_DIR / name
         if path.exists():
             lines += path.read_text().splitlines()
@@ -46,10 +51,11 @@ def training_rows() -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    # Thresholds come from 5-fold cross-validated harm on the benign training phrases: hold lets
-    # through at most `hold_fp` of them (2.5%: the benign set holds ~250 deliberately hard
-    # look-alikes and conversation lines), block at most `block_fp`.
-    hold_fp: float = 0.025
+    # Thresholds come from 5-fold cross-validated harm on the benign training phrases but the
+    # dialogue lines: hold flags at most `hold_fp` of them (3.5%: the set holds ~250 deliberately
+    # hard look-alikes; at 2.5% with the dialogue examples "the men who bombed the station are
+    # heroes" passed), block at most `block_fp`.
+    hold_fp: float = 0.035
     block_fp: float = 0.005
     l2: float = 1e-5  # weight decay of the softmax regression
     balance_power: float = 0.5  # 1: every label weighs the same; 0.5: square-root balancing
@@ -64,7 +70,8 @@ def train(config: TrainingConfig = TrainingConfig()) -> tuple[classifier.Classif
     embeddings = embed(texts)
     fitting = {"l2": config.l2, "balance_power": config.balance_power}
     harm = classifier.cross_validated_harm(embeddings, labels, **fitting)
-    benign = harm[np.array(labels) == "benign"]
+    dialogue = set(load_examples((DIALOGUE_FILE,))["benign"])
+    benign = harm[np.array([label == "benign" and text not in dialogue for label, text in rows])]
     weights, bias = classifier.fit(embeddings, labels, **fitting)
     hold = classifier.threshold_for(benign, config.hold_fp)
     block = max(classifier.threshold_for(benign, config.block_fp), hold)
