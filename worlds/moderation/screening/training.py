@@ -20,8 +20,8 @@ from worlds.moderation.screening.verdicts import CATEGORIES
 DATA_DIR = Path(__file__).resolve().parent / "data"
 # "category | phrase" per line. The dialogue lines teach the classifier that talk with a
 # character (advice, danger, loss, faith) is benign; the thresholds come from the other benign
-# phrases, the look-alikes (counted too, the dialogue lines raised hold from 0.53 to 0.62 and
-# harmful recall on the handwritten split fell from 0.88 to 0.83).
+# phrases, the look-alikes (counted too, the dialogue lines raised hold from 0.53 to about 0.6
+# and harmful recall on the handwritten split fell from 0.88 to 0.81-0.83).
 DIALOGUE_FILE = "examples_dialogue.txt"
 EXAMPLE_FILES = ("examples.txt", "examples_generated.txt", DIALOGUE_FILE)
 TRAINING_SPLITS = ("tune",)
