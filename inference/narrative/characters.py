@@ -42,6 +42,10 @@ PARTIAL_EVERY_WORDS = 2  # a partial line goes out every this many new words,
 # spent half a core on it and slowed every reply), so the first goes at once and the rest pace
 # a reader.
 PARTIAL_GAP_S = 0.6
+# A reply that screening refuses (or that leaves nothing to say) is written once more, from
+# another seed and without partials, if this much time is left before the deadline; only then
+# does the grammar answer. Screening refused 2 of 40 replies to ordinary lines (December 3).
+RETRY_MIN_S = 1.5
 EXAMPLE_CUES = ("Hello.", "Tell me about yourself.", "What's on your mind?", "Go on.")
 
 HARMFUL_ASKS = (
@@ -176,28 +180,16 @@ def reply(
     character = noticed(character, world)
     turn = read_turn(line, world)
     tone = engine._tone(character.persona)
-    sampling = replace(REPLY_SAMPLING, seed=zlib.crc32(f"{seed}:{character.turn}:{line}".encode()))
     prefix = begun_reply(turn, tone, world)
     streamer = _Partials(prefix, on_partial, screen, character.name)
     if prefix:
         streamer.send(prefix)
-    most = 1 if prefix else 2  # sentences the model adds
-    raw = wording.read_stream(
-        lm.chat(messages(character, world, line), sampling, prefill=prefix),
-        deadline=deadline,
-        # Stop as soon as the sentences that will be kept are whole: nothing generated is wasted.
-        stop_when=lambda text: len(wording.sentences(text)) >= most,
-        on_text=streamer.update,
-    )
-    room = engine.MAX_REPLY_CHARS - len(prefix)
-    text = wording.trim_to_sentences(
-        wording.strip_role(raw, [character.name, "assistant"]), max_chars=room, max_sentences=most
-    )
-    text = wording.without_recital(text, character.persona)
-    if turn.harmful and text and not _refuses(text):
-        text = ""  # what follows a refusal must not take it back
-    text = f"{prefix} {text}".strip()
+    key = f"{seed}:{character.turn}:{line}"
+    text = _written(lm, character, world, line, turn, prefix, key, deadline, streamer.update)
     written = bool(text) and screen(text)
+    if not written and not turn.harmful and deadline - time.monotonic() >= RETRY_MIN_S:
+        text = _written(lm, character, world, line, turn, prefix, f"{key}:again", deadline)
+        written = bool(text) and screen(text)
     if not written:
         if turn.harmful:
             text = REFUSAL_OPENERS[tone]
@@ -210,6 +202,38 @@ def reply(
         text,
     )
     return turned, engine.Reply(text=text, intent="lm", event=turn.event), written
+
+
+def _written(
+    lm: LanguageModel,
+    character: engine.Character,
+    world: dict,
+    line: str,
+    turn: Turn,
+    prefix: str,
+    key: str,
+    deadline: float,
+    on_text: Callable[[str], None] | None = None,
+) -> str:
+    """One reply the model writes after ``prefix``, cut to whole sentences, not yet screened;
+    `key` seeds its sampling."""
+    sampling = replace(REPLY_SAMPLING, seed=zlib.crc32(key.encode()))
+    most = 1 if prefix else 2  # sentences the model adds
+    raw = wording.read_stream(
+        lm.chat(messages(character, world, line), sampling, prefill=prefix),
+        deadline=deadline,
+        # Stop as soon as the sentences that will be kept are whole: nothing generated is wasted.
+        stop_when=lambda text: len(wording.sentences(text)) >= most,
+        on_text=on_text,
+    )
+    room = engine.MAX_REPLY_CHARS - len(prefix)
+    text = wording.trim_to_sentences(
+        wording.strip_role(raw, [character.name, "assistant"]), max_chars=room, max_sentences=most
+    )
+    text = wording.without_recital(text, character.persona)
+    if turn.harmful and text and not _refuses(text):
+        text = ""  # what follows a refusal must not take it back
+    return f"{prefix} {text}".strip()
 
 
 def begun_reply(turn: Turn, tone: str, world: dict) -> str:

@@ -199,6 +199,41 @@ def test_a_reply_that_fails_screening_is_never_streamed_and_the_grammar_answers(
     assert answer.backend == GRAMMAR and "ferryman" in answer.reply.text
 
 
+class CountedLM:
+    """The real model, counting the replies asked of it."""
+
+    def __init__(self, lm):
+        self.lm, self.name, self.chats = lm, lm.name, 0
+
+    def complete(self, prompt, sampling):
+        return self.lm.complete(prompt, sampling)
+
+    def chat(self, messages, sampling, prefill=""):
+        self.chats += 1
+        return self.lm.chat(messages, sampling, prefill)
+
+
+def test_a_reply_that_fails_screening_is_written_again_before_the_grammar_answers(smollm2):
+    lm = CountedLM(smollm2)
+    screened = []
+
+    def screen(text):  # refuses whatever the first writing produced, partials and final
+        screened.append((lm.chats, text))
+        return lm.chats > 1
+
+    partials = []
+    narrator = Narrator(None, lm, screen=screen)
+    answer = narrator.reply(engine.character_start(TOM), BEACH, "what do you do all day?", 7,
+                            soon(), on_partial=partials.append)  # fmt: skip
+    assert lm.chats == 2
+    assert answer.backend != GRAMMAR
+    assert (2, answer.reply.text) in screened  # the line shown is the second writing, screened
+    assert partials == []  # the first writing's were refused; the second streams none
+    late = Narrator(None, CountedLM(smollm2), screen=lambda text: False)
+    answer = late.reply(engine.character_start(TOM), BEACH, "hello", 7, time.monotonic() + 1.0)
+    assert late.chat_lm.chats <= 1 and answer.backend == GRAMMAR  # no time left for another
+
+
 def test_the_character_never_says_it_is_a_model(narrator):
     tom = engine.character_start(TOM)
     for line in ("are you a robot?", "are you an AI?", "what are you really?"):
