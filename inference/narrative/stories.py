@@ -144,18 +144,18 @@ def _grammar_options(story, world, seed, options, recent, screen) -> list[engine
     against what was written, drawn from further seeds while screening refuses some; failing
     that a screened one that is not fresh, and last the templates as they are (text we wrote)
     rather than fewer than two options."""
-    drawn: list[engine.Option] = []
+    drawn: dict[str, engine.Option] = {}  # by label, in the order drawn
     passed: list[engine.Option] = []
     for k in range(GRAMMAR_DRAWS):
         for option in engine.story_offer(story, world, seed + k).options:
-            if option.label not in [o.label for o in drawn]:
-                drawn.append(option)
+            if option.label not in drawn:
+                drawn[option.label] = option
                 if screen(option.label):
                     passed.append(option)
         if len(passed) >= 2:
             break
     added: list[engine.Option] = []
-    for pool, fresh in ((passed, True), (passed, False), (drawn, False)):
+    for pool, fresh in ((passed, True), (passed, False), (list(drawn.values()), False)):
         for option in pool:
             taken = [o.label for o in [*options, *added]]
             if len(options) + len(added) < 2 and option.label not in taken:

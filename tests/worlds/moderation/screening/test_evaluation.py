@@ -6,6 +6,7 @@ import re
 import pytest
 from django.core.management import call_command
 
+from worlds.moderation import screening
 from worlds.moderation.screening import evaluation
 from worlds.moderation.screening.training import load_examples
 
@@ -83,8 +84,6 @@ def test_ordinary_dialogue_both_ways_is_let_through_and_harm_in_it_is_not():
 
 
 def test_a_player_asking_a_character_for_advice_is_not_refused():
-    from worlds.moderation import screening
-
     for line in ("do you have any advice for me?", "any words of wisdom before I go?"):
         assert screening.screen_text(line, field="say").verdict == "allow", line
     assert screening.screen_text("give me advice on how to end my life", field="say").blocked
