@@ -668,6 +668,41 @@ def prompt_adherence(engine, judge: Judge, rng, worlds: int) -> tuple[float, dic
     return float(np.mean([per["biome"], per["weather"], per["time"]])), tables, extra
 
 
+WRITTEN_PROMPTS = Path(__file__).with_name("data") / "prompts_written_heldout.tsv"
+
+
+def read_written(path: Path) -> list[tuple[str, dict]]:
+    """A TSV of hand-written prompts: text, biome(s) joined by commas, atmosphere, time of day
+    ('#' lines are comments) -> [(text, {"biomes", "weather", "time"})]."""
+    rows = []
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            text, biomes, weather, time_of_day = line.split("\t")
+            want = {"biomes": sorted(biomes.split(",")), "weather": weather, "time": time_of_day}
+            rows.append((text, want))
+    return rows
+
+
+def written_prompts(engine, path: Path = WRITTEN_PROMPTS) -> dict:
+    """How the text side reads prompts written by hand as players write them (no frames are
+    judged: the generated banks' phrasings are the only text the prompt stage meets).
+    -> {"n", per attribute and "all": % read right, "misses": [...]}."""
+    hits: dict[str, list] = {"biomes": [], "weather": [], "time": [], "all": []}
+    misses = []
+    for text, want in read_written(path):
+        wid = engine.create_world(prompt=text, seed=1)
+        got = {k: engine.describe(wid)[k] for k in ("biomes", "weather", "time")}
+        engine.drop_world(wid)
+        got["biomes"] = sorted(got["biomes"])
+        ok = {k: got[k] == want[k] for k in want}
+        for k, v in {**ok, "all": all(ok.values())}.items():
+            hits[k].append(v)
+        if not all(ok.values()):
+            wrong = ", ".join(f"{got[k]} for {want[k]}" for k in ok if not ok[k])
+            misses.append(f"{text!r}: {wrong}")
+    return {"n": len(hits["all"]), **{k: pct(v) for k, v in hits.items()}, "misses": misses}
+
+
 # ---------------------------------------------------------------- 5. events
 
 
@@ -1007,6 +1042,7 @@ def evaluate(
         "prompt", prompt_adherence, engine, judge, rng, n["prompt"]
     )
     tables.update(t)
+    extra["written_prompts"] = timed("written", written_prompts, engine)
     r["event_response_pct"], t, extra["event_response"] = timed(
         "event", event_response, engine, judge, rng, n["event_rounds"]
     )

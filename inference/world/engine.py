@@ -119,8 +119,10 @@ class WorldEngine:
                 mixed=float(torch.softmax(heads["mixed"], -1)[1]),
                 phrase_scores=phrases.biome,
             ),
-            weather=phrase_choice(heads["weather"], phrases.weather),
-            minute=ws.TIME_MINUTES[phrase_choice(heads["time"], phrases.time)],
+            weather=phrase_choice(heads["weather"], phrases.weather, phrases.weather_near, CLEAR),
+            minute=ws.TIME_MINUTES[
+                phrase_choice(heads["time"], phrases.time, phrases.time_near, DAY)
+            ],
             text_emb=emb.astype(np.float32),
         )
         with self._canvas:
@@ -171,9 +173,14 @@ class WorldEngine:
         # snowstorm hits" is near the name "in a snowstorm" where the head alone read thunder
         phrases = self._read_phrases(text)
         for kind in ("weather", "time"):
-            named = getattr(phrases, kind)
-            if named is not None:  # class 0, "none", is named by nothing
-                choice[kind] = phrase_choice(heads[kind], np.concatenate([[0.0], named])) - 1
+            named, close = getattr(phrases, kind), getattr(phrases, f"{kind}_near")
+            if named is not None:  # class 0, "none", is named by nothing and needs no phrase
+                choice[kind] = (
+                    phrase_choice(
+                        heads[kind], np.concatenate([[0.0], named]), np.r_[1.0, close], default=0
+                    )
+                    - 1
+                )
         if all(v < 0 for v in choice.values()):
             raise UnsupportedEvent("no world event recognised in the text")
         by = [p for p in world.players if p.player_id == near]
@@ -541,12 +548,22 @@ class WorldEngine:
         # atmospheres and times: a phrase names the concept of its nearest name of all kinds
         # ("a snowy valley" is nearer a snowfield than falling snow: a biome, not weather)
         near, best = sims.argmax(1), sims.max(1)
-        scores = {}
+        scores, closest = {}, {}
         for kind, n in (("weather", len(ws.WEATHERS)), ("time", len(ws.TIMES))):
             hit = (kinds[near] == NAME_KINDS.index(kind)) & (best >= PHRASE_NAME_MIN)
             scores[kind] = np.zeros(n)
             np.maximum.at(scores[kind], ids[near[hit]], best[hit])
-        return PhraseReading(biome=biome, weather=scores["weather"], time=scores["time"])
+            # and, per concept, the nearest phrase to any of its names, nearest of all or not
+            of_kind = kinds == NAME_KINDS.index(kind)
+            closest[kind] = np.full(n, -1.0)
+            np.maximum.at(closest[kind], ids[of_kind], sims[:, of_kind].max(0))
+        return PhraseReading(
+            biome=biome,
+            weather=scores["weather"],
+            time=scores["time"],
+            weather_near=closest["weather"],
+            time_near=closest["time"],
+        )
 
     def _text_heads(self, text: str, heads, emb=None) -> dict[str, torch.Tensor]:
         if emb is None:
@@ -563,6 +580,9 @@ class PhraseReading:
     biome: tuple[np.ndarray, np.ndarray] | None  # per biome: nearest phrase, claimed phrase
     weather: np.ndarray | None  # per atmosphere: cosine of the nearest phrase naming it (0: none)
     time: np.ndarray | None  # per time of day, the same
+    # per atmosphere / time of day: cosine of the prompt's nearest phrase to any of its names
+    weather_near: np.ndarray | None = None
+    time_near: np.ndarray | None = None
 
 
 # A phrase names an atmosphere or a time of day when one of its names is its nearest of all
@@ -574,11 +594,33 @@ PHRASE_NAME_MIN = 0.7
 PHRASE_NAME_WEIGHT = 40.0
 
 
-def phrase_choice(logits: torch.Tensor, scores: np.ndarray | None) -> int:
-    """A head's class, its log-probability weighed with the phrases that name a class."""
+# A prompt gets an atmosphere or a time of day other than the default (clear, day) only when
+# one of its phrases comes this close to one of that concept's names. The heads are sure of
+# things nobody wrote on text unlike their training prompts ("an erupting volcano with rivers
+# of lava": rain 1.00; "a sunny meadow full of buttercups": snow 0.83). Chosen on 720
+# eval-split prompts of each of seeds 11 and 13 (not the evaluation's) and 64 prompts written
+# by hand: atmosphere 95.0 -> 95.1%, 95.6 -> 95.7% and 78 -> 89%, time 93.3 -> 94.4%,
+# 92.4 -> 92.9% and 92 -> 94%; at 0.65 and above falling petals start to be lost.
+SUPPORT_MIN = 0.6
+CLEAR, DAY = ws.WEATHERS.index("clear"), ws.TIMES.index("day")
+
+
+def phrase_choice(
+    logits: torch.Tensor,
+    scores: np.ndarray | None,
+    near: np.ndarray | None = None,
+    default: int | None = None,
+) -> int:
+    """A head's class, its log-probability weighed with the phrases that name a class; with
+    `near` (each class's nearest phrase), a class no phrase comes near is ruled out unless it
+    is the `default`."""
     logp = torch.log_softmax(logits.double(), -1).numpy()
     if scores is not None:
         logp = logp + PHRASE_NAME_WEIGHT * np.where(scores > 0, scores - PHRASE_NAME_MIN, 0.0)
+    if near is not None:
+        unsupported = near < SUPPORT_MIN
+        unsupported[default] = False
+        logp = np.where(unsupported, -np.inf, logp)
     return int(np.argmax(logp))
 
 
