@@ -596,17 +596,17 @@ PHRASE_NAME_MIN = 0.7
 PHRASE_NAME_WEIGHT = 40.0
 
 
-# A prompt gets an atmosphere or a time of day other than the default (clear, day) only when
-# one of its phrases comes this close to one of that concept's names, and one (the same or
-# another) has one of them for its nearest name of all at CLAIM_MIN (the event "a snowstorm
-# hits": the head reads a thunderstorm, no phrase of it is nearest to one). The heads are sure
-# of things nobody wrote on text
-# unlike their training prompts ("an erupting volcano with rivers of lava": rain 1.00; "a
-# sunny meadow full of buttercups": snow 0.83). SUPPORT_MIN was chosen on 720 eval-split
-# prompts of each of seeds 11 and 13 (not the evaluation's) and 64 prompts written by hand
-# (atmosphere 95.0 -> 95.1%, 95.6 -> 95.7% and 78 -> 89%; at 0.65 and above falling petals are
-# lost), then CLAIM_MIN on the same (95.1 -> 95.7%, 95.7 -> 96.0% and 89 -> 92%; 0.5 to 0.6
-# alike; time of day +0.2 points, +0.2 and -1 prompt of 64).
+# A text gets an atmosphere or a time of day other than the default (clear, day; for events,
+# no change) only when one of its phrases comes within SUPPORT_MIN of one of that concept's
+# names and one (the same or another) has one of them for its nearest name of all at
+# CLAIM_MIN. The heads are sure of things nobody wrote on text unlike their training prompts
+# ("an erupting volcano with rivers of lava": rain 1.00; "a sunny meadow full of buttercups":
+# snow 0.83; the event "a snowstorm hits": a thunderstorm, which no phrase of it is nearest
+# to). SUPPORT_MIN was chosen on 720 eval-split prompts of each of seeds 11 and 13 (not the
+# evaluation's) and 64 prompts written by hand (atmosphere 95.0 -> 95.1%, 95.6 -> 95.7% and
+# 78 -> 89%; at 0.65 and above falling petals are lost), then CLAIM_MIN on the same (95.1 ->
+# 95.7%, 95.7 -> 96.0% and 89 -> 92%; 0.5 to 0.6 alike; time of day +0.2 points, +0.2 and
+# -1 prompt of 64).
 SUPPORT_MIN = 0.6
 CLAIM_MIN = 0.55
 CLEAR, DAY = ws.WEATHERS.index("clear"), ws.TIMES.index("day")
