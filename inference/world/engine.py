@@ -175,12 +175,8 @@ class WorldEngine:
         for kind in ("weather", "time"):
             named, ok = getattr(phrases, kind), getattr(phrases, f"{kind}_ok")
             if named is not None:  # class 0, "none", is named by nothing and needs no phrase
-                choice[kind] = (
-                    phrase_choice(
-                        heads[kind], np.concatenate([[0.0], named]), np.r_[True, ok], default=0
-                    )
-                    - 1
-                )
+                chosen = phrase_choice(heads[kind], np.r_[0.0, named], np.r_[True, ok], default=0)
+                choice[kind] = chosen - 1
         if all(v < 0 for v in choice.values()):
             raise UnsupportedEvent("no world event recognised in the text")
         by = [p for p in world.players if p.player_id == near]
@@ -551,13 +547,14 @@ class WorldEngine:
         scores, ok = {}, {}
         for kind, n in (("weather", len(ws.WEATHERS)), ("time", len(ws.TIMES))):
             of_kind = kinds == NAME_KINDS.index(kind)
-            hit = of_kind[near] & (best >= PHRASE_NAME_MIN)
+            mine = of_kind[near]  # phrases whose nearest name is one of this kind's
+            hit = mine & (best >= PHRASE_NAME_MIN)
             scores[kind] = np.zeros(n)
             np.maximum.at(scores[kind], ids[near[hit]], best[hit])
             # mentioned at all: a phrase near one of its names, and one whose nearest is one
             closest, claimed = np.full(n, -1.0), np.full(n, -1.0)
             np.maximum.at(closest, ids[of_kind], sims[:, of_kind].max(0))
-            np.maximum.at(claimed, ids[near[of_kind[near]]], best[of_kind[near]])
+            np.maximum.at(claimed, ids[near[mine]], best[mine])
             ok[kind] = (closest >= SUPPORT_MIN) & (claimed >= CLAIM_MIN)
         return PhraseReading(
             biome=biome,
@@ -616,7 +613,7 @@ def phrase_choice(
     logits: torch.Tensor,
     scores: np.ndarray | None,
     mentioned: np.ndarray | None = None,
-    default: int | None = None,
+    default: int = 0,
 ) -> int:
     """A head's class, its log-probability weighed with the phrases that name a class; with
     `mentioned` (per class, bool), a class the text does not mention is ruled out unless it is
