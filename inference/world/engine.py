@@ -663,6 +663,14 @@ SECOND_HEAD_MIN_SHARE = 0.05
 # evaluation's: exact biomes 90.6 -> 91.2% and 92.0 -> 92.6% (mixed 77 -> 81%, 81 -> 86%).
 SECOND_SURE_MIXED = 0.8
 SECOND_SURE_PHRASE = 0.74
+# Where some phrase has one of a biome's names for its nearest biome name at this cosine or
+# more, only such named biomes may be drawn: the heads read the place from an atmosphere or a
+# detail named beside it ("camel tracks across the sand sea": beach; "a picnic on the village
+# green": jungle; "dry cracked earth and cacti at dusk": ruins). Chosen on 800 eval-split
+# prompts of each of seeds 11 and 13 (not the evaluation's) and the 64 written prompts, from
+# 0.35, 0.45 and 0.55: exact biomes 90.6 -> 91.0%, 90.9 -> 91.2%, written 92.2 -> 93.8%; every
+# demo world reads the same.
+BIOME_CLAIM_MIN = 0.45
 
 
 def biome_mix(
@@ -683,7 +691,10 @@ def biome_mix(
         nearest, claimed = (
             np.nan_to_num(np.asarray(x, np.float64), nan=-1.0) for x in phrase_scores
         )
-        first, second = np.argsort(-(np.log(p + 1e-6) + PHRASE_WEIGHT * nearest))[:2]
+        rank = np.log(p + 1e-6) + PHRASE_WEIGHT * nearest
+        if (claimed >= BIOME_CLAIM_MIN).any():  # some biome is named: the others are ruled out
+            rank = np.where(claimed >= BIOME_CLAIM_MIN, rank, -np.inf)
+        first, second = np.argsort(-rank)[:2]
         share = p[second] / max(p[first] + p[second], 1e-12)
         sure = mixed >= SECOND_SURE_MIXED and claimed[second] >= SECOND_SURE_PHRASE
         two = (
