@@ -391,7 +391,7 @@ def test_prompts_written_as_players_write_them_are_read(engine):
 @pytest.mark.parametrize(
     ("prompt", "biome"),
     [
-        ("camel tracks across the sand sea", "desert"),  # the heads alone: a beach
+        ("camel tracks across the sand sea", "desert"),  # before BIOME_CLAIM_MIN: a beach
         ("dry cracked earth and cacti at dusk", "desert"),  # ruins
         ("a picnic on the village green", "meadow"),  # a jungle
     ],
