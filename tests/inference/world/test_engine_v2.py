@@ -10,7 +10,7 @@ import torch
 
 from inference.training.evaluate import written_prompts
 from inference.world import spec as ws
-from inference.world.engine import UnsupportedEvent
+from inference.world.engine import UnsupportedEvent, _part_of_a_thing
 from inference.world.model import ModelConfig, Renderer
 
 
@@ -225,6 +225,17 @@ def test_a_second_biome_joined_by_unseen_words_is_read_from_its_phrase(engine):
             "time",
             "dawn",
         ),  # fmt: skip
+        # the heads are surer of clear and day than a phrase at cosine 0.79 used to outweigh
+        (
+            "transport me to a cavern beneath the mountain, with cinders in the air, with a rabbit",
+            "weather",
+            "ash",
+        ),
+        (
+            "transport me to the ruins of an old fortress at daybreak, while it rains",
+            "time",
+            "dawn",
+        ),
     ],
 )
 def test_an_atmosphere_or_time_is_read_from_its_own_phrase(engine, prompt, key, want):
@@ -256,6 +267,25 @@ def test_an_atmosphere_or_time_nothing_names_stays_the_default(engine, prompt, k
     wid = engine.create_world(prompt=f"{prompt} in a heavy downpour at midnight", seed=5)
     assert (engine.describe(wid)["weather"], engine.describe(wid)["time"]) == ("rain", "night")
     engine.drop_world(wid)
+
+
+def test_a_word_of_a_scene_detail_names_no_atmosphere(engine):
+    # "a dusty" alone is the sandstorm's adjective; here it is the trade road's
+    prompt = "a dry desert of sand and acacia trees with a dusty trade road under the midday sun"
+    wid = engine.create_world(prompt=prompt, seed=5)
+    assert (engine.describe(wid)["weather"], engine.describe(wid)["time"]) == ("clear", "day")
+    engine.drop_world(wid)
+    wid = engine.create_world(prompt="a dry desert of sand on a dusty afternoon", seed=5)
+    assert engine.describe(wid)["weather"] == "sandstorm"
+    engine.drop_world(wid)
+
+
+def test_a_phrase_inside_a_nearer_detail_is_that_detail():
+    phrases = ["a dusty", "a dusty trade road", "dusty trade", "trade road", "under the sun"]
+    thing = np.array([False, True, False, False, False])
+    best = np.array([0.84, 0.93, 0.80, 0.95, 0.9])
+    # "trade road" is nearer its own name than the longer phrase is: it stands on its own
+    assert _part_of_a_thing(phrases, thing, best).tolist() == [True, False, True, False, False]
 
 
 def test_an_event_atmosphere_is_read_from_its_own_phrase(engine, clear_world):
