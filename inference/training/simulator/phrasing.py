@@ -29,6 +29,7 @@ BIOME_NOUNS = {
         "rolling grass field",
         "flowery prairie",
         "grassy plain",
+        "rolling green hills",
         "grassy hillside",
     ],
     "forest": [

@@ -269,6 +269,14 @@ def test_an_atmosphere_or_time_nothing_names_stays_the_default(engine, prompt, k
     engine.drop_world(wid)
 
 
+def test_a_bare_landform_names_no_second_biome(engine):
+    # "hills with a" is 0.73 from the snow's "snow-covered hills", 0.70 from a meadow name
+    prompt = "green rolling hills with a windmill and wildflowers in spring"  # a demo world
+    wid = engine.create_world(prompt=prompt, seed=5)
+    assert engine.describe(wid)["biomes"] == ["meadow"]
+    engine.drop_world(wid)
+
+
 def test_a_word_of_a_scene_detail_names_no_atmosphere(engine):
     # "a dusty" alone is the sandstorm's adjective; here it is the trade road's
     prompt = "a dry desert of sand and acacia trees with a dusty trade road under the midday sun"
