@@ -96,7 +96,7 @@ DEMO_WORLDS = [
     (
         "Old Tom of the Marsh",
         "characters",
-        "a misty swamp at twilight with twisted trees, reeds and fireflies",
+        "a murky swamp at twilight with twisted trees, reeds and fireflies",
         "A grumpy ferryman with a soft heart.",
         {
             "character_name": "Old Tom",
