@@ -63,6 +63,7 @@ BIOME_NOUNS = {
         "arctic wilderness",
         "snow-covered hills",
         "frozen tundra",
+        "frozen lake",
         "snowbound valley",
     ],
     "beach": [
@@ -148,6 +149,7 @@ BIOME_NOUNS = {
         "abandoned castle remains",
         "overgrown ruins",
         "lost civilization",
+        "old graveyard",
         "ruins of an old fortress",
     ],
     "canyon": [

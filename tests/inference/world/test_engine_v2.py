@@ -432,6 +432,8 @@ def test_prompts_written_as_players_write_them_are_read(engine):
         ("camel tracks across the sand sea", "desert"),  # before BIOME_CLAIM_MIN: a beach
         ("dry cracked earth and cacti at dusk", "desert"),  # ruins
         ("a picnic on the village green", "meadow"),  # a jungle
+        ("a spooky cemetery", "ruins"),  # before "old graveyard" was a name: a desert
+        ("a frozen lake", "snow"),  # an ice cave
     ],
 )
 def test_a_place_some_phrase_names_wins_over_one_no_phrase_names(engine, prompt, biome):
