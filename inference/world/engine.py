@@ -539,11 +539,12 @@ class WorldEngine:
             per = np.full((len(sims), len(ws.BIOMES)), -1.0)
             for b in np.unique(ids[is_biome]):
                 per[:, b] = sims[:, is_biome & (ids == b)].max(1)
+            nearest_biome = per.argmax(1)
+            runner_up, top = np.sort(per, 1)[:, -2:].T  # per phrase
             claimed, lead = np.full(len(ws.BIOMES), -1.0), np.full(len(ws.BIOMES), -1.0)
-            np.maximum.at(claimed, per.argmax(1), per.max(1))
-            top_two = np.sort(per, 1)[:, -2:]
-            close = top_two[:, 1] >= SECOND_PHRASE_MIN
-            np.maximum.at(lead, per.argmax(1)[close], (top_two[:, 1] - top_two[:, 0])[close])
+            np.maximum.at(claimed, nearest_biome, top)
+            close = top >= SECOND_PHRASE_MIN
+            np.maximum.at(lead, nearest_biome[close], (top - runner_up)[close])
             biome = (per.max(0), claimed, lead)
         # atmospheres and times: a phrase names the concept of its nearest name of all kinds
         # ("a snowy valley" is nearer a snowfield than falling snow: a biome, not weather)
@@ -721,7 +722,7 @@ def biome_mix(
     scores, when the weights have biome names) -> the generator's condition, as it was trained:
     one biome (one-hot), or the top two with the second's share of them kept within the
     training range. Where a phrase names some biome (`BIOME_CLAIM_MIN`), only named ones are
-    drawn."""
+    drawn; a second biome needs a phrase that names it clearly (`SECOND_*`)."""
     p = np.nan_to_num(np.asarray(probs, dtype=np.float64), nan=0.0)
     out = np.zeros(len(ws.BIOMES), np.float32)
     two = mixed > 0.5
