@@ -59,7 +59,9 @@ SIZES = {
     "codec": 36,  # frames, 4 per atmosphere
     "action": 12,  # worlds
     "revisit": 16,  # worlds, 2 per non-clear atmosphere
-    "prompt": 144,  # worlds, 9 per biome, 16 per atmosphere (64 left the figure +-4 points)
+    # worlds, 18 per biome, 32 per atmosphere (64 left the figure +-4 points; at 144 a row held
+    # about 11 worlds, and a new judge alone moved rows by 20 points)
+    "prompt": 288,
     "event_rounds": 3,  # rounds of one event per value of every kind (39 values)
     "long_worlds": 16,  # one per biome
     "long_frames": 5000,

@@ -66,6 +66,11 @@ class TrainConfig:
     render_sprites: int = 3  # most sprites per training frame (each one costs a blend pass)
     batch_gen: int = 32  # 16x16 token windows per step for the generator
     batch_cls: int = 16  # 128x128 frames per step for the classifier and the codec encoder
+    # The judge's frames: a share from mixed worlds (it must see both biomes of a mix), and a
+    # share whose tile kinds are remapped (a canyon of rock alone is still a canyon at noon:
+    # it must read the light, not how much of each kind the terrain happens to hold)
+    cls_mixed: float = 0.6
+    cls_remap: float = 0.5
     batch_text: int = 256  # phrasings per step for the text heads
     self_forcing: float = 0.5  # share of generator windows whose context is partly its own samples
     drop_side: float = 0.4  # chance each neighbour side of a window is not generated yet
@@ -220,12 +225,26 @@ def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel,
     return ctx, spawn, probs, text, tokens, masked
 
 
-def classifier_batch(rng, batch: int, device, mixed: float = 0.0) -> tuple:
+def classifier_batch(rng, batch: int, device, mixed: float = 0.0, remap: float = 0.0) -> tuple:
     """-> (frames, scene, cell_biomes of the scene as a tensor); a share ``mixed`` of the
-    frames are of mixed worlds."""
+    frames are of mixed worlds, a share ``remap`` has its tile kinds remapped."""
     scene, _ = sim.random_scenes(rng, batch, sprite_prob=0.5, things=0.05, mixed=mixed)
+    remap_kinds(rng, scene, remap)
     frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255).permute(0, 3, 1, 2)
     return frames, scene, torch.from_numpy(cell_biomes(scene)).to(device)
+
+
+def remap_kinds(rng, scene: sim.Scene, share: float) -> None:
+    """In place: in a share of the scenes, each tile kind becomes a random kind of the same
+    biome (one map per scene: the layout stays, the mix of kinds changes; placed things stay).
+    The generator's worlds hold other mixes of kinds than the simulator's, and a judge fitted
+    to the simulator's mix read a rocky canyon at noon as dusk."""
+    k = len(ws.TILE_KINDS)
+    for i in np.nonzero(rng.random(len(scene.tokens)) < share)[0]:
+        tok = scene.tokens[i]
+        tile = tok < ws.BIOME_TOKENS
+        kinds = rng.integers(0, k, k)  # old kind -> new kind
+        tok[tile] = tok[tile] // k * k + kinds[tok[tile] % k]
 
 
 def frame_biome(cells: torch.Tensor) -> torch.Tensor:
@@ -325,7 +344,9 @@ def losses(
     out["prompt"] = text_loss(model.prompt_heads, text, "prompt", cfg.batch_text, device)
     out["event"] = text_loss(model.event_heads, text, "event", cfg.batch_text, device)
     # evaluation classifier and codec encoder: simulator frames only
-    frames, scene, cells = classifier_batch(step_rng, cfg.batch_cls, device, mixed=0.3)
+    frames, scene, cells = classifier_batch(
+        step_rng, cfg.batch_cls, device, mixed=cfg.cls_mixed, remap=cfg.cls_remap
+    )
     out["cls"] = classifier_loss(classifier, frames, scene, cells, device)
     patches, ptokens, eframes, eweather, ehalf = encoder_batch(step_rng, cfg.batch_cls // 2, device)
     heads = model.encoder.frame(eframes)
@@ -686,7 +707,9 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
     for step in bar:
         for group in opt.param_groups:
             group["lr"] = cfg.lr * 0.5 * cosine(step, steps)
-        frames, scene, cells = classifier_batch(rng, cfg.batch_cls * 2, "cpu", mixed=0.3)
+        frames, scene, cells = classifier_batch(
+            rng, cfg.batch_cls * 2, "cpu", mixed=cfg.cls_mixed, remap=cfg.cls_remap
+        )
         loss = classifier_loss(classifier, frames, scene, cells, "cpu")
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -707,6 +730,8 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
     save_classifier(classifier, path)
     meta = read_meta(cfg.out)
     meta["classifier_steps"] = meta.get("classifier_steps", 0) + steps
+    runs = meta.setdefault("classifier_runs", [])
+    runs.append({"steps": steps, "mixed": cfg.cls_mixed, "remap": cfg.cls_remap})
     meta["classifier_accuracy"] = {k: round(v, 4) for k, v in acc.items()}
     write_meta(cfg.out, meta)
     print(f"classifier saved to {path}: {acc}")
