@@ -239,6 +239,8 @@ def remap_kinds(rng, scene: sim.Scene, share: float) -> None:
     biome (one map per scene: the layout stays, the mix of kinds changes; placed things stay).
     The generator's worlds hold other mixes of kinds than the simulator's, and a judge fitted
     to the simulator's mix read a rocky canyon at noon as dusk."""
+    if share <= 0:  # draws nothing: the batches of a run without remapping stay as they were
+        return
     k = len(ws.TILE_KINDS)
     for i in np.nonzero(rng.random(len(scene.tokens)) < share)[0]:
         tok = scene.tokens[i]
