@@ -575,6 +575,36 @@ def canvas_shares(world) -> np.ndarray:
     return np.bincount(biomes, minlength=len(ws.BIOMES)) / max(len(biomes), 1)
 
 
+def kind_counts(world, biome: int) -> np.ndarray:
+    """How many of the biome's tiles in a world's generated canvas are each tile kind."""
+    tokens = np.concatenate([c.ravel() for c in world.chunks.values()]).astype(np.int64)
+    k = len(ws.TILE_KINDS)
+    mine = tokens[(tokens < ws.BIOME_TOKENS) & (tokens // k == biome)]
+    return np.bincount(mine % k, minlength=k)
+
+
+def simulator_kind_mix(biome: int, worlds: int = 4, size: int = 64) -> np.ndarray:
+    """The share of each tile kind in the simulator's worlds of a biome (unseen seeds)."""
+    tx, ty = np.meshgrid(np.arange(size), np.arange(size))
+    k = len(ws.TILE_KINDS)
+    tokens = np.concatenate(
+        [sim.terrain_tokens(EVAL_SEEDS[0] + s, biome, tx, ty).ravel() for s in range(worlds)]
+    )
+    counts = np.bincount(tokens[tokens < ws.BIOME_TOKENS] % k, minlength=k)
+    return counts / counts.sum()
+
+
+def kind_mix_distance(counts: dict[str, np.ndarray]) -> dict[str, float]:
+    """Per biome: total variation distance between the tile kinds the generator drew for it
+    and the simulator's (0: the same mix; a chunk of nothing but the commonest kind is far)."""
+    out = {}
+    for name, c in counts.items():
+        if c.sum():
+            ref = simulator_kind_mix(ws.BIOMES.index(name))
+            out[name] = round(float(0.5 * np.abs(c / c.sum() - ref).sum()), 3)
+    return out
+
+
 def mean_probs(judge: Judge, views: list[dict], pids) -> dict[str, np.ndarray]:
     """The classifier's probabilities per head, averaged over each player's frames in views
     (a list of {pid: frame}) -> {head: (players, classes)}."""
@@ -633,6 +663,7 @@ def prompt_adherence(engine, judge: Judge, rng, worlds: int) -> tuple[float, dic
     state: dict[str, list] = {"biome": [], "weather": [], "time": [], "creature": []}
     shown_if_right: dict[str, list] = {"biome": [], "weather": [], "time": []}
     canvas: dict[str, list] = {b: [] for b in ws.BIOMES}
+    kinds = {b: np.zeros(len(ws.TILE_KINDS), np.int64) for b in ws.BIOMES}
     mixed, canvas_both = [], []
     for i, ((wid, _), (_, labels)) in enumerate(zip(opened, prompts, strict=True)):
         ok = judged(probs, i, labels, by)
@@ -651,6 +682,7 @@ def prompt_adherence(engine, judge: Judge, rng, worlds: int) -> tuple[float, dic
             canvas_both.append(bool((shares[named] >= CANVAS_SHOWN).all()))
         else:
             canvas[ws.BIOMES[labels["biome"]]].append(shares[labels["biome"]])
+            kinds[ws.BIOMES[labels["biome"]]] += kind_counts(world, labels["biome"])
     close_worlds(engine, opened)
     per = {k: pct(v) for k, v in hits.items()}
     tables = {
@@ -666,6 +698,7 @@ def prompt_adherence(engine, judge: Judge, rng, worlds: int) -> tuple[float, dic
         "mixed_biome_pct": pct(mixed),
         "mixed_canvas_both_pct": pct(canvas_both),
         "single_canvas_share_pct": {b: pct(v) for b, v in canvas.items() if v},
+        "kind_mix_distance": kind_mix_distance(kinds),
     }
     return float(np.mean([per["biome"], per["weather"], per["time"]])), tables, extra
 

@@ -674,7 +674,13 @@ def biome_tokens(world: WorldState, tx: np.ndarray, ty: np.ndarray) -> np.ndarra
         second_here = noise.second_biome_at(world.seed, tx[None, :] + dx, ty[:, None] + dy, share)
         biome = np.where(second_here, second, biome)
     k = np.arange(ws.NUM_TOKENS)[:, None, None]
-    return (k < ws.BIOME_TOKENS) & (k // len(ws.TILE_KINDS) == biome[None])
+    allowed = (k < ws.BIOME_TOKENS) & (k // len(ws.TILE_KINDS) == biome[None])
+    # the spawn zone is walkable ground, as in the simulator's worlds: the generator learned it,
+    # but a draw kept in a noisy order (`gen_choice_temp`) could wall a player in at spawn
+    lo, hi = ws.SPAWN_ZONE
+    zone = ((ty >= lo) & (ty <= hi))[:, None] & ((tx >= lo) & (tx <= hi))[None, :]
+    solid = np.isin(k % len(ws.TILE_KINDS), sorted(ws.SOLID_KINDS))
+    return allowed & ~(zone[None] & solid)
 
 
 MIX_SHARES = (0.35, 0.65)  # the second biome's share in the generator's training mixes

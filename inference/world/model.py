@@ -56,6 +56,11 @@ class ModelConfig:
     gen_layers: int = 5  # generator residual conv blocks (receptive field 2 * layers + 1 tiles)
     gen_margin: int = 4  # tiles of neighbouring chunks the generator sees on each side
     gen_steps: int = 4  # MaskGIT iterations per chunk
+    # How random the order is in which MaskGIT keeps its draws (the weight of the Gumbel noise
+    # on each draw's confidence, fading over the steps). At 1, the most confident draws first,
+    # a chunk came out mostly its biome's commonest tile: a beach with 2% water (the simulator's
+    # beaches: 25%), a meadow 87% plain grass (45%). Sampling only: training never samples.
+    gen_choice_temp: float = 4.0
     max_chunk: int = 16  # cap on frames per step call for one player
     names: int = 0  # MiniLM embeddings of concept names the prompt's phrases are matched to
 
@@ -145,7 +150,7 @@ class TerrainGenerator(nn.Module):
             draw = (logp + gumbel[:, step, :k]).argmax(1)  # (B, c, c)
             conf = logp.gather(1, draw[:, None])[:, 0]
             # MaskGIT: keep the most confident draws, cosine schedule, noisier early on
-            temp = 1.0 - (step + 1) / cfg.gen_steps
+            temp = cfg.gen_choice_temp * (1.0 - (step + 1) / cfg.gen_steps)
             conf = conf + temp * gumbel[:, step, k]
             conf = torch.where(masked, conf, torch.full_like(conf, math.inf))
             n_masked_after = int(c * c * math.cos(math.pi / 2 * (step + 1) / cfg.gen_steps))
