@@ -58,8 +58,8 @@ class ModelConfig:
     gen_steps: int = 4  # MaskGIT iterations per chunk
     # How random the order is in which MaskGIT keeps its draws (the weight of the Gumbel noise
     # on each draw's confidence, fading over the steps). At 1, the most confident draws first,
-    # a chunk came out mostly its biome's commonest tile: a beach with 2% water (the simulator's
-    # beaches: 25%), a meadow 87% plain grass (45%). Sampling only: training never samples.
+    # a chunk came out mostly its biome's commonest tile: a beach with 1% water (the simulator's
+    # beaches: 21%), a meadow 88% plain grass (42%). Sampling only: training never samples.
     gen_choice_temp: float = 4.0
     max_chunk: int = 16  # cap on frames per step call for one player
     names: int = 0  # MiniLM embeddings of concept names the prompt's phrases are matched to
