@@ -568,17 +568,21 @@ def biome_hits(probs: np.ndarray, labels: dict) -> dict[int, bool]:
     return {b: b in top and (len(named) == 1 or probs[b] >= MIX_SHOWN) for b in named}
 
 
+def canvas_tokens(world) -> np.ndarray:
+    """Every token of a world's generated canvas, flat."""
+    return np.concatenate([c.ravel() for c in world.chunks.values()]).astype(np.int64)
+
+
 def canvas_shares(world) -> np.ndarray:
     """Share of each biome among the biome tokens of a world's generated canvas."""
-    tokens = np.concatenate([c.ravel() for c in world.chunks.values()]).astype(np.int64)
+    tokens = canvas_tokens(world)
     biomes = tokens[tokens < ws.BIOME_TOKENS] // len(ws.TILE_KINDS)
     return np.bincount(biomes, minlength=len(ws.BIOMES)) / max(len(biomes), 1)
 
 
 def kind_counts(world, biome: int) -> np.ndarray:
     """How many of the biome's tiles in a world's generated canvas are each tile kind."""
-    tokens = np.concatenate([c.ravel() for c in world.chunks.values()]).astype(np.int64)
-    k = len(ws.TILE_KINDS)
+    tokens, k = canvas_tokens(world), len(ws.TILE_KINDS)
     mine = tokens[(tokens < ws.BIOME_TOKENS) & (tokens // k == biome)]
     return np.bincount(mine % k, minlength=k)
 

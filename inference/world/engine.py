@@ -457,9 +457,7 @@ class WorldEngine:
                 tokens = world.region(cx * c - m, cy * c - m, size, size)
                 tokens[m : m + c, m : m + c] = ws.MASK_TOKEN
                 ctx.append(tokens)
-                tx, ty = cx * c + g[None, :], cy * c + g[:, None]
-                lo, hi = ws.SPAWN_ZONE
-                spawn.append((tx >= lo) & (tx <= hi) & (ty >= lo) & (ty <= hi))
+                spawn.append(ws.in_spawn_zone(cx * c + g[None, :], cy * c + g[:, None]))
                 probs.append(world.biome_probs)
                 texts.append(world.text_emb)
                 seeds.append(ws.mix_hash(world.seed, cx, cy) & 0x7FFFFFFFFFFF)
@@ -677,12 +675,11 @@ def biome_tokens(world: WorldState, tx: np.ndarray, ty: np.ndarray) -> np.ndarra
     allowed = (k < ws.BIOME_TOKENS) & (k // len(ws.TILE_KINDS) == biome[None])
     # the spawn zone is walkable ground, as in the simulator's worlds: the generator learned it,
     # but a draw kept in a noisy order (`gen_choice_temp`) could wall a player in at spawn
-    lo, hi = ws.SPAWN_ZONE
-    zone = ((ty >= lo) & (ty <= hi))[:, None] & ((tx >= lo) & (tx <= hi))[None, :]
-    solid = np.isin(k % len(ws.TILE_KINDS), sorted(ws.SOLID_KINDS))
-    return allowed & ~(zone[None] & solid)
+    zone = ws.in_spawn_zone(tx[None, :], ty[:, None])
+    return allowed & ~(zone[None] & SOLID_TOKENS[:, None, None])
 
 
+SOLID_TOKENS = np.array([ws.is_solid_token(t) for t in range(ws.NUM_TOKENS)])
 MIX_SHARES = (0.35, 0.65)  # the second biome's share in the generator's training mixes
 # A second biome under this share of the top two is noise even when the "mixed" head says two
 # (heads alone; chosen on held-out phrasings: 81% of prompts get exactly their biomes, against

@@ -160,6 +160,12 @@ def thing_token(thing: int) -> int:
     return BIOME_TOKENS + thing
 
 
+def in_spawn_zone(tx, ty):
+    """Whether tiles (tx, ty) lie in the walkable spawn zone (numpy arrays broadcast)."""
+    lo, hi = SPAWN_ZONE
+    return (tx >= lo) & (tx <= hi) & (ty >= lo) & (ty <= hi)
+
+
 def is_solid_token(token: int) -> bool:
     """The ground truth the collision head learns."""
     if token >= NUM_TOKENS:

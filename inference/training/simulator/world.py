@@ -62,13 +62,8 @@ def terrain_tokens(seed, biome, tx, ty, biome2=-1, mix=0.0) -> np.ndarray:
     obstacle = dense & sparse
     variant = value_noise(seed, 3, tx, ty, 4.0) > p[..., 4]
     kind = np.where(water, 3, np.where(obstacle, 2, np.where(variant, 1, 0)))
-    kind = np.where(spawn_zone_mask(tx, ty) & (kind >= 2), 0, kind)
+    kind = np.where(ws.in_spawn_zone(tx, ty) & (kind >= 2), 0, kind)
     return (biome * len(ws.TILE_KINDS) + kind).astype(np.int64)
-
-
-def spawn_zone_mask(tx, ty) -> np.ndarray:
-    lo, hi = ws.SPAWN_ZONE
-    return (tx >= lo) & (tx <= hi) & (ty >= lo) & (ty <= hi)
 
 
 # ---------------------------------------------------------------- appearance
@@ -714,4 +709,4 @@ def random_windows(rng: np.random.Generator, batch: int, margin: int = 4) -> tup
     tokens = terrain_tokens(
         seed[:, None, None], biome[:, None, None], tx, ty, biome2[:, None, None], mix[:, None, None]
     )
-    return tokens, spawn_zone_mask(tx, ty), biome, biome2, mix
+    return tokens, ws.in_spawn_zone(tx, ty), biome, biome2, mix

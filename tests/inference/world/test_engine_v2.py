@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from inference.training.evaluate import kind_counts, simulator_kind_mix, written_prompts
+from inference.training.evaluate import (
+    kind_counts,
+    kind_mix_distance,
+    simulator_kind_mix,
+    written_prompts,
+)
 from inference.world import spec as ws
 from inference.world.engine import UnsupportedEvent, _part_of_a_thing
 from inference.world.model import ModelConfig, Renderer
@@ -197,20 +202,20 @@ def test_worlds_grow_their_biome_tiles_in_about_the_simulator_mix(engine):
     # alone: a beach of sand with 1% water (the simulator's: 21%), a meadow 88% plain grass
     # and no pond (42%, 13%). Total variation from the simulator's mix was 0.40 on average
     # over these six; with the draws kept in a noisier order (`gen_choice_temp`), 0.23.
-    distances = {}
+    counts = {}
     for name, prompt in KIND_MIX_PROMPTS.items():
-        b, counts = ws.BIOMES.index(name), 0
+        b = ws.BIOMES.index(name)
         for seed in (900, 901):
             wid = engine.create_world(prompt=prompt, seed=seed)
             engine.add_player(wid)
             while engine.grow_ahead(max_rounds=64):
                 pass
-            counts = counts + kind_counts(engine.worlds[wid], b)
+            counts[name] = counts.get(name, 0) + kind_counts(engine.worlds[wid], b)
             engine.drop_world(wid)
-        mix, simulator = counts / counts.sum(), simulator_kind_mix(b)
-        distances[name] = 0.5 * np.abs(mix - simulator).sum()
+        mix, simulator = counts[name] / counts[name].sum(), simulator_kind_mix(b)
         # every kind the simulator's worlds show plainly shows (the beach's water, the pond)
         assert (mix[simulator >= 0.07] >= 0.02).all(), (name, mix.round(3), simulator.round(3))
+    distances = kind_mix_distance(counts)
     assert np.mean(list(distances.values())) < 0.3, distances
 
 
