@@ -6,6 +6,8 @@
 
   const HEADER = 12; // b"PX", version u8, flags u8, frame number u32, last applied input seq u32
 
+  const FPS_WINDOW_MS = 2000;
+
   // A binary message as {number, appliedSeq, jpeg}, or null when it is not a v1 frame.
   function decodeFrame(buffer) {
     if (buffer.byteLength <= HEADER) return null;
@@ -24,7 +26,7 @@
   function attachScreen({ root, canvas, overlay, hud, messages }) {
     const ctx = canvas.getContext("2d");
     let lastDrawn = -1;
-    let framesThisSecond = 0;
+    const arrivals = []; // performance.now() of the frames of the last FPS_WINDOW_MS
 
     function setState(next, text) {
       hud.state.textContent = next;
@@ -38,7 +40,7 @@
     }
 
     function draw(frame) {
-      framesThisSecond += 1;
+      arrivals.push(performance.now());
       if (root.dataset.state !== "live") setState("live");
       createImageBitmap(frame.jpeg).then((bitmap) => {
         if (frame.number < lastDrawn && lastDrawn - frame.number < 1e6) return; // out of order
@@ -56,10 +58,20 @@
       }).catch(() => {});
     }
 
+    // Frames a second over the last two seconds of arrivals. A count per whole second read 7
+    // in the first second of a 24 fps session and 0 before its first tick: "—" until the
+    // frames span a quarter second, 0 once they stop.
     setInterval(() => {
-      hud.fps.textContent = String(framesThisSecond);
-      framesThisSecond = 0;
-    }, 1000);
+      const now = performance.now();
+      while (arrivals.length && now - arrivals[0] > FPS_WINDOW_MS) arrivals.shift();
+      const n = arrivals.length;
+      const span = n ? arrivals[n - 1] - arrivals[0] : 0;
+      if (n && now - arrivals[n - 1] < 1000) {
+        if (span >= 250) hud.fps.textContent = String(Math.round(((n - 1) * 1000) / span));
+      } else if (lastDrawn >= 0) {
+        hud.fps.textContent = "0";
+      }
+    }, 500);
 
     return { setState, setConnection, draw, state: () => root.dataset.state };
   }

@@ -44,6 +44,15 @@ def _canvas_pixels(page) -> str:
     return page.evaluate("document.getElementById('play-canvas').toDataURL('image/png')")
 
 
+# The frames that reached the canvas a second, over the two seconds the HUD's FPS averages.
+FRAMES_A_SECOND = """async () => {
+  const root = document.getElementById('play');
+  const f0 = Number(root.dataset.frames), t0 = performance.now();
+  await new Promise((done) => setTimeout(done, 2000));
+  return ((Number(root.dataset.frames) - f0) * 1000) / (performance.now() - t0);
+}"""
+
+
 def _frames(page) -> int:
     return page.evaluate("Number(document.getElementById('play').dataset.frames || 0)")
 
@@ -53,6 +62,8 @@ def test_pressing_keys_on_the_play_page_changes_the_canvas(play_world, live_url,
     blank = _canvas_pixels(page)
     page.wait_for_selector("#play[data-state='live']", timeout=120_000)
     page.wait_for_function("Number(document.getElementById('play').dataset.frames) > 3")
+    # While frames flow the HUD never says 0 frames a second ("—" until it has measured them).
+    assert page.text_content("#hud-fps") != "0"
     before = _canvas_pixels(page)
     page.focus("#play-canvas")
     page.keyboard.down("d")
@@ -63,6 +74,12 @@ def test_pressing_keys_on_the_play_page_changes_the_canvas(play_world, live_url,
     page.wait_for_function(f"Number(document.getElementById('play').dataset.frames) > {then + 12}")
     moved = _canvas_pixels(page)
     page.keyboard.up("d")
+    arriving = page.evaluate(FRAMES_A_SECOND)
+    shown = page.text_content("#hud-fps")
+    assert shown.isdigit() and abs(int(shown) - arriving) <= max(4, 0.3 * arriving), (
+        shown,
+        arriving,
+    )
     assert page.text_content("#hud-connection") == "open"
     assert page.text_content("#hud-state") == "live"
     assert before != blank  # the model's frames are on the canvas
