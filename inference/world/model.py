@@ -44,7 +44,7 @@ EVENT_HEADS = {
 }
 
 
-NAME_KINDS = ("biome", "weather", "time", "other")
+NAME_KINDS = ("biome", "weather", "time", "other", "creature", "thing")
 
 
 @dataclass
@@ -471,8 +471,8 @@ class WorldModel(nn.Module):
         # Names of the concepts a prompt can ask for (training phrasings, embedded): a prompt's
         # short phrases are matched to them by meaning beside what the prompt heads read off
         # the whole sentence. name_kinds: NAME_KINDS index; name_ids: the concept's index in
-        # its list (BIOMES, WEATHERS, TIMES; 0 for "other": creatures and details, names that
-        # take a phrase away from the rest).
+        # its list (BIOMES, WEATHERS, TIMES, CREATURES, THINGS; 0 for "other": scene details,
+        # names that only take a phrase away from the rest).
         self.register_buffer("name_vecs", torch.zeros(cfg.names, cfg.text_dim))
         self.register_buffer("name_kinds", torch.zeros(cfg.names, dtype=torch.long))
         self.register_buffer("name_ids", torch.zeros(cfg.names, dtype=torch.long))

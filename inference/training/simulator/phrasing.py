@@ -1042,8 +1042,10 @@ def _check_banks() -> None:
 
 def concept_names() -> list[tuple[str, int, str]]:
     """(kind, index, name) for the training part of every biome noun, atmosphere and time of
-    day phrasing, and ("other", 0, ...) for creatures and scene details: the names a prompt's
-    phrases are matched to (a phrase nearest to a creature or a detail names no atmosphere).
+    day phrasing, of every creature noun and of every thing's event phrasings, and ("other", 0,
+    ...) for scene details: the names a text's phrases are matched to (a phrase nearest to a
+    creature, a thing or a detail names no atmosphere; a creature the heads read needs a phrase
+    nearest to one of its names).
     The event banks' phrasings name the same atmospheres and times ("a downpour begins", "day
     breaks"): a prompt's "in a steady downpour" or "at daybreak" finds its concept through them
     where the world phrasings' words miss it."""
@@ -1052,12 +1054,13 @@ def concept_names() -> list[tuple[str, int, str]]:
         ("biome", (BIOME_NOUNS,), ws.BIOMES),
         ("weather", (WEATHER_WORLD, WEATHER_ADJ, WEATHER_EVENTS), ws.WEATHERS),
         ("time", (TIME_WORLD, TIME_NOUNS, TIME_EVENTS), ws.TIMES),
+        ("creature", (CREATURE_NOUNS,), ws.CREATURES),
+        ("thing", (THING_EVENTS,), ws.THINGS),
     ):
         for bank in banks:
             for key, options in bank.items():
                 out += [(kind, keys.index(key), name) for name in train_part(options)]
-    for options in (*CREATURE_NOUNS.values(), DETAILS):
-        out += [("other", 0, name) for name in train_part(options)]
+    out += [("other", 0, name) for name in train_part(DETAILS)]
     return out
 
 

@@ -366,6 +366,36 @@ def test_text_naming_nothing_the_model_can_do_is_unsupported(engine, clear_world
     assert engine.snapshot(wid) == before
 
 
+def test_a_creature_the_model_does_not_have_is_unsupported_not_another_creature(
+    engine, clear_world
+):
+    wid, _ = clear_world
+    before = engine.snapshot(wid)
+    # the event head alone read each as some creature (a crab, a fish, a rabbit, a bird)
+    for text in ("an elephant appears", "a horse gallops by", "a dog runs by", "a snake slithers"):
+        heads = engine._text_heads(text, engine.model.event_heads)
+        assert int(heads["creature"].argmax()) >= 1, text
+        with pytest.raises(UnsupportedEvent):
+            engine.apply_event(wid, text)
+    assert engine.snapshot(wid) == before
+    # creatures it has, also by names no phrasing bank holds, still come
+    for text, kind in (("a moose wanders past", "deer"), ("a kitten appears", "cat")):
+        assert engine.read_event(text)["creature"] == ws.CREATURES.index(kind), text
+
+
+def test_a_world_gets_creatures_only_where_its_description_names_them(engine):
+    # the prompt head read a crab and a deer into these (evaluation-split phrasings, seed 11)
+    for prompt in (
+        "transport me to a faraway ruined city, with a dragon's hoard",
+        "transport me to a faraway spring garden in full bloom with a dragon's hoard",
+    ):
+        heads = engine._text_heads(prompt, engine.model.prompt_heads)
+        assert int(heads["creature"].argmax()) >= 1, prompt
+        assert engine.read_prompt(prompt).creature == -1, prompt
+    reading = engine.read_prompt("a quiet forest where a red fox roams")
+    assert reading.creature == ws.CREATURES.index("fox")
+
+
 def test_sprites_have_hard_edges(engine, clear_world):
     wid, pid = clear_world
     alone = _frame(engine, pid)
