@@ -579,10 +579,10 @@ class WorldEngine:
             np.maximum.at(claimed, ids[near[mine]], best[mine])
             ok[kind] = (closest >= SUPPORT_MIN) & (claimed >= CLAIM_MIN)
         # creatures: the nearest phrase whose nearest name of all is one of theirs
-        of_kind = kinds == NAME_KINDS.index("creature")
-        creature = np.zeros(len(ws.CREATURES)) if of_kind.any() else None  # older weights: none
-        if of_kind.any():
-            mine = of_kind[near]
+        mine = kinds[near] == NAME_KINDS.index("creature")
+        creature = None  # weights without creature names: no such rule
+        if (kinds == NAME_KINDS.index("creature")).any():
+            creature = np.zeros(len(ws.CREATURES))
             np.maximum.at(creature, ids[near[mine]], best[mine])
         return PhraseReading(
             biome=biome,
