@@ -63,7 +63,7 @@ train: install
 	$(PY) -m inference.training.train
 
 evaluate: install
-	$(PY) -m inference.training.evaluate --json var/eval.json
+	$(PY) -m inference.evaluate --json var/eval.json
 
 bench: install
 	$(PY) bench/inference.py

@@ -1,6 +1,9 @@
 """The evaluation's measuring tools, checked where the right answer is known: a renderer whose
 tables are the simulator's own, shifted frames, and hand-made classifier outputs."""
 
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -184,3 +187,17 @@ def test_the_judge_splits_its_belief_on_a_frame_showing_two_biomes():
     scene.tokens[0] = left  # and a frame of one biome is that biome alone
     probs = judge(sim.render(scene))["biome"][0]
     assert probs.argmax() == desert and probs[snow] < 0.1
+
+
+def test_python_m_inference_evaluate_is_the_evaluation():
+    """The issue and the README name `python -m inference.evaluate`: it runs the evaluation."""
+    out = subprocess.run(
+        [sys.executable, "-m", "inference.evaluate", "--help"],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Evaluate the world model on unseen seeds." in out.stdout
+    assert "--json" in out.stdout
