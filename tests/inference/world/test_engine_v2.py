@@ -383,6 +383,32 @@ def test_a_creature_the_model_does_not_have_is_unsupported_not_another_creature(
         assert engine.read_event(text)["creature"] == ws.CREATURES.index(kind), text
 
 
+def test_a_thing_the_model_does_not_have_is_unsupported_not_another_thing(engine, clear_world):
+    wid, _ = clear_world
+    before = engine.snapshot(wid)
+    # the event head alone placed a lava pool, a house, a house and a lava pool
+    for text in (
+        "the castle explodes",
+        "a windmill appears",
+        "a lamp post",
+        "turn it into a desert",
+    ):
+        heads = engine._text_heads(text, engine.model.event_heads)
+        assert int(heads["thing"].argmax()) >= 1, text
+        with pytest.raises(UnsupportedEvent):
+            engine.apply_event(wid, text)
+    assert engine.snapshot(wid) == before
+    # things it has still come, also by words no phrasing bank holds, and the held-out
+    # "a dirt track opens up", whose nearest name of all is a desert's
+    for text, thing in (
+        ("a dirt track opens up", "path"),
+        ("light a bonfire here", "campfire"),
+        ("put a footbridge over the creek", "bridge"),
+        ("a heap of boulders appears", "rocks"),
+    ):
+        assert engine.read_event(text)["thing"] == ws.THINGS.index(thing), text
+
+
 def test_a_world_gets_creatures_only_where_its_description_names_them(engine):
     # the prompt head read a crab and a deer into these (evaluation-split phrasings, seed 11)
     for prompt in (
