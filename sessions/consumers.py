@@ -46,6 +46,11 @@ from worlds.models import Category
 from worlds.moderation import policy
 
 log = logging.getLogger(__name__)
+INTERNAL_ERROR = {
+    "type": "error",
+    "code": "internal",
+    "message": "That message could not be handled.",
+}
 
 QUEUE_POLL_S = 1.0
 WATCHDOG_S = 5.0
@@ -134,6 +139,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
             if exc.abuse:
                 self.closing = True
                 await self.close(code=CLOSE_FLOODING)
+        except Exception:
+            # A message no rule foresaw must not kill the socket's task: that skips disconnect(),
+            # so the seat stays held (keys still pressed) and the viewer count never goes down.
+            log.exception("session %s: message failed", self.session_id)
+            await self.send_json(INTERNAL_ERROR)
 
     async def send_json(self, message: dict) -> None:
         await self.send(text_data=json.dumps(message))
@@ -354,8 +364,7 @@ class PlayConsumer(SessionConsumer):
     async def _prompt(self, message: Prompt):
         self.last_input = time.time()
         if not self.worker:
-            await self._reject(message.seq, "The world is not running yet.")
-            return
+            raise ProtocolError("not_running", "The world is not running yet.", seq=message.seq)
         refusal = await self._screen(message.text, "event")
         if refusal is not None:
             await self._reject(message.seq, refusal)
@@ -523,7 +532,8 @@ class PlayConsumer(SessionConsumer):
     async def session_error(self, event):
         error = m.Error.from_message(event)
         if error.slot == self.seat.slot:
-            await self.send_json({"type": "error", "code": error.code, "message": error.message})
+            seq = None if error.seq < 0 else error.seq
+            await self.send_json(ProtocolError(error.code, error.message, seq=seq).as_message())
 
     async def session_player(self, event):
         player = m.Player.from_message(event)

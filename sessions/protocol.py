@@ -6,7 +6,6 @@ client sees; `abuse=True` errors close the socket with a 4xxx code instead.
 """
 
 import json
-import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from inference.world.spec import KEYS, MAX_PROMPT_CHARS
 
 MAX_MESSAGE_BYTES = 4096
 MAX_SEQ = 2**32 - 1  # echoed back as a u32 in the frame header
+MAX_PING_T = 2**53  # a ping's timestamp: any number a browser clock gives, echoed back
 RATE_LIMIT_MESSAGES = 60
 RATE_LIMIT_WINDOW_S = 1.0
 
@@ -30,14 +30,18 @@ CLOSE_FLOODING = 4429
 
 
 class ProtocolError(Exception):
-    def __init__(self, code: str, message: str, *, abuse: bool = False):
+    """``seq``: the prompt it answers, so the sender's client can mark that line."""
+
+    def __init__(self, code: str, message: str, *, abuse: bool = False, seq: int | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
         self.abuse = abuse
+        self.seq = seq
 
     def as_message(self) -> dict:
-        return {"type": "error", "code": self.code, "message": self.message}
+        out = {"type": "error", "code": self.code, "message": self.message}
+        return out if self.seq is None else {**out, "seq": self.seq}
 
 
 @dataclass(frozen=True)
@@ -114,9 +118,21 @@ def _input(body: dict) -> Input:
     return Input(seq=_seq(body), keys=frozenset(keys))
 
 
+def _unicode(value: object) -> bool:
+    """A str that is real text: JSON's escapes can carry lone surrogates ("\\ud800"), which no
+    encoder downstream (the text model, the channel layer's msgpack) accepts."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _text(body: dict, *, limit: int) -> str:
     text = body.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if not _unicode(text) or not text.strip():
         raise ProtocolError("bad_text", "text must be a non-empty string.")
     if len(text) > limit:
         raise ProtocolError("too_long", f"Text is limited to {limit} characters.")
@@ -130,7 +146,7 @@ def _prompt(body: dict) -> Prompt:
 
 def _pick(body: dict) -> tuple[str, int]:
     choice_id, option = body.get("choice_id"), body.get("option")
-    if not isinstance(choice_id, str) or not 0 < len(choice_id) <= 64:
+    if not _unicode(choice_id) or not 0 < len(choice_id) <= 64:
         raise ProtocolError("bad_choice", "choice_id must be a short string.")
     if not isinstance(option, int) or isinstance(option, bool) or option not in (0, 1):
         raise ProtocolError("bad_choice", "option must be 0 or 1.")
@@ -151,7 +167,8 @@ def _say(body: dict) -> Say:
 
 def _ping(body: dict) -> Ping:
     t = body.get("t")
-    if not isinstance(t, int | float) or isinstance(t, bool) or not math.isfinite(t):
+    # compared, not converted: a 300-digit integer overflows float(); NaN and inf compare false
+    if not isinstance(t, int | float) or isinstance(t, bool) or not -MAX_PING_T <= t <= MAX_PING_T:
         raise ProtocolError("bad_ping", "t must be a number.")
     return Ping(t=t)
 

@@ -458,16 +458,24 @@ class Line(Message):
 
 @dataclass(frozen=True)
 class Error(Message):
-    """An answer to one player's own pick or line (only that player's consumer forwards it)."""
+    """An answer to one player's own pick, line or prompt (only that player's consumer forwards
+    it); ``seq``: the prompt's, or -1."""
 
     TYPE = "session.error"
     code: str
     message: str
     slot: int = 0
+    seq: int = -1
 
     @classmethod
     def from_message(cls, body: dict) -> Error:
-        return cls(_str(body.get("code")), _str(body.get("message")), _slot(body.get("slot")))
+        seq = body.get("seq")
+        return cls(
+            _str(body.get("code")),
+            _str(body.get("message")),
+            _slot(body.get("slot")),
+            _int(seq) if seq is not None else -1,
+        )
 
 
 # --- web → the session's group ----------------------------------------------------------------

@@ -83,6 +83,7 @@ class LiveSession:
     narrator: str = ""  # which backend wrote its last story step or reply ("grammar", ...)
     ballot: Ballot = field(default_factory=Ballot)
     last_pick: str = ""  # the label of the option the last vote chose
+    audience_tally_due: bool = False  # an audience vote's tally is waiting to go out
     # Live-category worlds: where the world is kept between sessions ("" for other worlds).
     persist_key: str = ""
 

@@ -44,14 +44,17 @@ from inference.serving.failover import HEARTBEAT_S, Failover
 from inference.serving.placement import Placement
 from inference.serving.session import Ballot, Camera, LiveSession, SessionStatus
 from inference.serving.snapshot import SnapshotFormatError, unpack_snapshot
-from inference.world.engine import PromptError, SnapshotError, WorldEngine
+from inference.world.engine import PromptError, SnapshotError, WorldEngine, check_text
 from inference.world.spec import KEYS
 
 log = logging.getLogger(__name__)
 STATS_EVERY_S = 5.0  # how often a serving worker logs its stats() (one JSON line)
 
 STATUS_EVERY_S = 2.0  # live sessions hear the achieved fps this often
-MAX_EVENTS_QUEUED = 8  # text events waiting per session; more are rejected, not queued
+MAX_EVENTS_QUEUED = 8  # text events waiting per session; more get an error, not queued
+# Audience votes go out as one tally this often at most: each re-sent the pair to every socket
+# of the session, so a spectator voting 60 times a second made 60 broadcasts a second.
+AUDIENCE_TALLY_EVERY_S = 0.5
 MAX_SAYS_QUEUED = 3  # player lines waiting for the character's answer; more get an error
 # Deadlines per generation request (queue wait included): past them the grammar answers.
 OFFER_TIMEOUT_S = 6.0
@@ -366,12 +369,16 @@ class InferenceWorker:
         camera.keys_seq = message.seq
 
     def _on_prompt(self, camera: Camera, message: m.Prompt) -> None:
-        if message.text is None or len(camera.events) >= MAX_EVENTS_QUEUED:
-            reason = "bad_text" if message.text is None else "too_many_events"
-            event = m.Event(
-                seq=message.seq, status="rejected", reason=reason, by=camera.name, slot=camera.slot
-            )
-            self._spawn(self._send(camera.session_id, event))
+        # refused with an error to the sender alone: "rejected" is moderation's word, and a
+        # flood is nobody else's business
+        try:
+            check_text(message.text)
+        except PromptError as exc:
+            self._spawn(self._error(camera, "bad_text", str(exc), seq=message.seq))
+            return
+        if len(camera.events) >= MAX_EVENTS_QUEUED:
+            waiting = "Too many world events are waiting: try again in a moment."
+            self._spawn(self._error(camera, "too_many_events", waiting, seq=message.seq))
             return
         camera.events.append((message.seq, message.text))
         self._demand.set()
@@ -402,9 +409,18 @@ class InferenceWorker:
         if message.choice_id != story.choice_id or message.option < 0 or not message.voter:
             return
         ballot = self._ballot(session, story)
+        if ballot.audience.get(message.voter) == message.option:
+            return  # the same vote again changes no count
         if message.voter in ballot.audience or len(ballot.audience) < 10_000:
             ballot.audience[message.voter] = message.option
-            self._spawn(self._choices(session))
+            if not session.audience_tally_due:
+                session.audience_tally_due = True
+                self._spawn(self._audience_tally(session))
+
+    async def _audience_tally(self, session: LiveSession) -> None:
+        await asyncio.sleep(AUDIENCE_TALLY_EVERY_S)
+        session.audience_tally_due = False
+        await self._choices(session)
 
     def _ballot(self, session: LiveSession, story: narrative.Story) -> Ballot:
         if session.ballot.choice_id != story.choice_id:
@@ -882,8 +898,9 @@ class InferenceWorker:
         )
         await self._send(session.session_id, choices)
 
-    async def _error(self, camera: Camera, code: str, message: str) -> None:
-        await self._send(camera.session_id, m.Error(code=code, message=message, slot=camera.slot))
+    async def _error(self, camera: Camera, code: str, message: str, seq: int = -1) -> None:
+        error = m.Error(code=code, message=message, slot=camera.slot, seq=seq)
+        await self._send(camera.session_id, error)
 
     async def _send(self, session_id: str, message: m.Message) -> None:
         """Send to a session's group; a failed send is logged, never raised into the loop."""

@@ -55,7 +55,8 @@ class UnsupportedEvent(PromptError):
     """Text naming nothing this model can do: ``unsupported``, not moderation's ``rejected``."""
 
 
-def _check_text(text: str) -> str:
+def check_text(text: str) -> str:
+    """A prompt or event text, whitespace folded; PromptError when empty or too long."""
     if not isinstance(text, str) or not text.strip():
         raise PromptError("text is empty")
     if len(text) > ws.MAX_PROMPT_CHARS:
@@ -126,7 +127,7 @@ class WorldEngine:
 
     def read_prompt(self, prompt: str) -> PromptReading:
         """What a world's description asks for (no world is made); PromptError on bad text."""
-        prompt = _check_text(prompt)
+        prompt = check_text(prompt)
         emb = text_encoder.embed([prompt])[0]
         heads = self._text_heads(prompt, self.model.prompt_heads, emb)
         phrases = self._read_phrases(prompt)
@@ -191,7 +192,7 @@ class WorldEngine:
     def read_event(self, text: str) -> dict[str, int]:
         """What an event text asks for: weather, time, creature and thing, each an index or -1
         (no change); UnsupportedEvent when it is nothing the model can do."""
-        heads = self._text_heads(_check_text(text), self.model.event_heads)
+        heads = self._text_heads(check_text(text), self.model.event_heads)
         choice = {k: int(v.argmax()) - 1 for k, v in heads.items()}  # -1: no such event
         # atmospheres and times weighed with the phrases that name one, as a prompt's are: "a
         # snowstorm hits" is near the name "in a snowstorm" where the head alone read thunder

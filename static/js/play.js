@@ -265,6 +265,15 @@
       narrative.addLine("not sent", msg.message, "chat-rejected");
       return;
     }
+    const pending = pendingEvents.get(msg.seq);
+    if (pending) {
+      // an error answering one of my world events (too many waiting, not running yet)
+      pendingEvents.delete(msg.seq);
+      pending.classList.remove("pending");
+      pending.classList.add("rejected");
+      pending.querySelector(".event-text").textContent += ` — ${msg.message}`;
+      return;
+    }
     const li = document.createElement("li");
     li.className = "rejected";
     li.textContent = msg.message;

@@ -22,6 +22,7 @@ from inference.serving.messages import camera_group, session_group, worker_chann
 from sessions import services
 from sessions.models import EndReason, PlaySession, SessionStatus
 from tests.sessions.play_fixtures import Inbox, make_user, make_world
+from worlds.moderation import policy
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -354,7 +355,7 @@ async def test_a_queued_player_sees_their_position_then_starts(worker_slots):
         waiting = await _status(socket, "queued")
         await socket.send_to(text_data='{"type": "input", "seq": 1, "keys": ["w"]}')
         await socket.send_to(text_data='{"type": "prompt", "seq": 2, "text": "it snows"}')
-        early_event = await _json(socket, "event")
+        early = await _json(socket, "error")
         await sync_to_async(services.session_end)(session=first.session, reason=EndReason.PLAYER)
         await _status(socket, "starting")
         attach = await inbox.next("session.attach")
@@ -364,7 +365,7 @@ async def test_a_queued_player_sees_their_position_then_starts(worker_slots):
     assert attach["session_id"] == str(queued.id)
     # Keys held while waiting are applied from the first frame; events wait for a live world.
     assert (held["session_id"], held["keys"]) == (str(queued.id), ["w"])
-    assert (early_event["seq"], early_event["status"]) == (2, "rejected")
+    assert (early["seq"], early["code"]) == (2, "not_running")
 
 
 async def test_an_idle_player_is_ended_by_the_idle_timeout(worker_slots, settings):
@@ -429,6 +430,49 @@ async def test_the_player_sees_the_viewer_count_rise_and_fall(worker_slots):
     session = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
     assert counts[-1] == 1
     assert session.peak_viewers == 2
+
+
+async def test_what_crashed_a_spectators_socket_is_refused_and_the_count_still_falls(
+    worker_slots,
+):
+    # a 310-digit ping and a lone-surrogate vote killed the socket's task, which skipped
+    # disconnect(): the viewer count never went down (anyone could inflate it)
+    stage = await _stage(worker_slots)
+    player = _socket(stage.play_path, stage.key)
+    assert (await player.connect(WAIT))[0]
+    watcher = _socket(f"/ws/watch/{stage.session.id}/")
+    assert (await watcher.connect(WAIT))[0]
+    while (await _json(player, "status"))["viewers"] != 1:
+        pass
+    codes = []
+    for raw in ('{"type": "ping", "t": 1' + "0" * 310 + "}", '{"type": "vote", '
+                '"choice_id": "\\ud800", "option": 1}'):  # fmt: skip
+        await watcher.send_to(text_data=raw)
+        codes.append((await _json(watcher, "error"))["code"])
+    await watcher.disconnect()
+    while (await _json(player, "status"))["viewers"] != 0:
+        pass  # _json times out (and fails) if the count never falls
+    await player.disconnect()
+    assert codes == ["bad_ping", "bad_choice"]
+
+
+async def test_a_message_that_fails_unforeseen_gets_an_error_and_the_socket_lives(
+    worker_slots, monkeypatch
+):
+    def broken(text, field):
+        raise RuntimeError("screening is down")
+
+    monkeypatch.setattr(policy, "screen_play_text", broken)
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        await socket.send_to(text_data='{"type": "prompt", "seq": 2, "text": "it snows"}')
+        error = await _json(socket, "error")
+        await socket.send_to(text_data='{"type": "ping", "t": 5}')
+        pong = await _json(socket, "pong")
+        await socket.disconnect()
+    assert error["code"] == "internal" and error["message"]
+    assert pong["t"] == 5
 
 
 # --- story picks and dialogue ----------------------------------------------------------------

@@ -51,6 +51,14 @@ def test_it_parses_a_prompt_and_a_ping():
         ('{"type": "prompt", "seq": 1, "text": 5}', "bad_text"),
         ('{"type": "ping", "t": "now"}', "bad_ping"),
         ('{"type": "choose", "choice_id": "c1", "option": 2}', "bad_choice"),
+        # a 310-digit integer overflowed float(): the socket's task died and skipped disconnect
+        ('{"type": "ping", "t": 1' + "0" * 310 + "}", "bad_ping"),
+        ('{"type": "ping", "t": NaN}', "bad_ping"),
+        # lone surrogates are valid JSON escapes but no text encoder or msgpack takes them
+        ('{"type": "prompt", "seq": 3, "text": "\\ud800 snow"}', "bad_text"),
+        ('{"type": "say", "text": "hello \\ud83d"}', "bad_text"),
+        ('{"type": "choose", "choice_id": "\\udfff", "option": 0}', "bad_choice"),
+        ('{"type": "vote", "choice_id": "\\ud800", "option": 1}', "bad_choice"),
     ],
 )
 def test_it_refuses_malformed_messages(raw, code):
@@ -98,3 +106,8 @@ def test_a_steady_sixty_messages_a_second_is_allowed():
     for _ in range(300):
         limiter.check()
         now[0] += 1 / 59.9  # just under the limit (exactly 60 is float-fragile)
+
+
+def test_real_unicode_and_a_paired_surrogate_escape_are_text():
+    message = parse_client_message('{"type": "say", "text": "caf\\u00e9 \\ud83d\\ude00"}')
+    assert message.text == "café 😀"

@@ -7,9 +7,11 @@ import uuid
 import pytest
 import torch
 
+from inference.serving import messages as m
 from inference.serving.frames import FLAG_RESTORED
+from inference.serving.session import Camera
 from inference.serving.snapshot import unpack_snapshot
-from inference.serving.worker import InferenceWorker
+from inference.serving.worker import MAX_EVENTS_QUEUED, InferenceWorker
 from tests.inference.serving.worker_support import (
     GroupListener,
     attach_message,
@@ -80,7 +82,7 @@ async def test_it_echoes_the_last_applied_input_seq(worker, layer, placement):
     assert all(h[3] == 41 for h, _ in later)
 
 
-async def test_a_world_event_is_answered_applied_and_a_bad_one_rejected(worker, layer, placement):
+async def test_a_world_event_is_answered_applied_and_a_bad_one_refused(worker, layer, placement):
     session_id = await start_session(layer, placement, worker)
     async with GroupListener(layer, session_id) as listener:
         await send(layer, worker, attach_message(session_id))
@@ -101,7 +103,7 @@ async def test_a_world_event_is_answered_applied_and_a_bad_one_rejected(worker, 
             worker,
             {"type": "session.prompt", "session_id": session_id, "seq": 4, "text": "   "},
         )
-        rejected = await listener.next(lambda m: m["type"] == "session.event")
+        refused = await listener.next(lambda m: m["type"] == "session.error")
         ((header, _),) = await listener.frames(1)
     assert (applied["seq"], applied["status"], applied["reason"], applied["slot"]) == (
         3,
@@ -109,8 +111,19 @@ async def test_a_world_event_is_answered_applied_and_a_bad_one_rejected(worker, 
         None,
         0,
     )
-    assert rejected["seq"] == 4 and rejected["status"] == "rejected" and rejected["reason"]
+    # bad text is the sender's error, not an event: "rejected" is moderation's word
+    assert (refused["seq"], refused["code"], refused["slot"]) == (4, "bad_text", 0)
     assert header[3] >= 3
+
+
+async def test_a_flood_of_world_events_is_the_senders_error_not_an_event(worker, layer):
+    camera = Camera(session_id="s-flood", slot=2, name="P2")
+    camera.events.extend((seq, "it snows") for seq in range(MAX_EVENTS_QUEUED))
+    async with GroupListener(layer, "s-flood") as listener:
+        worker._on_prompt(camera, m.Prompt(session_id="s-flood", seq=99, text="it rains", slot=2))
+        error = await listener.next(lambda msg: msg["type"] == "session.error")
+    assert (error["code"], error["seq"], error["slot"]) == ("too_many_events", 99, 2)
+    assert error["message"] and len(camera.events) == MAX_EVENTS_QUEUED
 
 
 async def test_malformed_messages_never_disturb_the_worker_or_other_sessions(

@@ -200,3 +200,23 @@ async def test_a_character_asked_for_rain_makes_it_rain(worker, layer, placement
     assert weather == "rain"
     assert narrative.EVENTS[("weather", "rain")] in reply["text"]
     assert error["code"] == "bad_text"
+
+
+async def test_audience_votes_go_out_as_one_tally_not_one_broadcast_each(worker, layer, placement):
+    # each vote, even the same one again, re-sent the pair to every socket of the session
+    session_id = str(uuid.uuid4())
+    async with GroupListener(layer, session_id) as listener:
+        await started(worker, placement, layer, listener, story_attach(session_id))
+        offered = await listener.next(kind_is("session.choices"))
+        vote = {"type": "session.vote", "session_id": session_id, "choice_id": "c1"}
+        for i in range(30):
+            await send(layer, worker, {**vote, "voter": "anon:a", "option": 1})
+            await send(layer, worker, {**vote, "voter": f"anon:{i % 3}", "option": 0})
+        tally = await listener.next(kind_is("session.choices"))
+        while tally["audience"] != [3, 1]:  # option 0: anon:0, 1 and 2; option 1: anon:a
+            tally = await listener.next(kind_is("session.choices"))
+        await listener.frames(24)  # a second of play: no further tally comes
+    tallies = [m for m in listener.seen if m["type"] == "session.choices"][1:]
+    assert offered["audience"] == [0, 0]
+    # 60 votes in well under a second: a tally each half second at most (it was 60)
+    assert tallies[-1] is tally and len(tallies) <= 4
