@@ -12,10 +12,21 @@ from django.http import HttpRequest
 
 
 def client_ip(request: HttpRequest) -> str | None:
+    return _believed(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR", ""))
+
+
+def scope_client_ip(scope: dict) -> str | None:
+    """The same for a WebSocket's ASGI scope (the socket's peer and its headers)."""
+    peer = (scope.get("client") or (None,))[0]
+    headers = dict(scope.get("headers") or ())
+    forwarded = headers.get(b"x-forwarded-for", b"").decode("latin-1")
+    return _believed(peer, forwarded)
+
+
+def _believed(address: str | None, forwarded_for: str) -> str | None:
     trusted = settings.TRUSTED_PROXY_COUNT
-    address = request.META.get("REMOTE_ADDR")
     if trusted > 0:
-        hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+        hops = [h.strip() for h in forwarded_for.split(",")]
         hops = [h for h in hops if h]
         if len(hops) >= trusted:
             address = hops[-trusted]

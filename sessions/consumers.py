@@ -24,6 +24,7 @@ from django.core.cache import cache
 from inference.serving import messages as m
 from inference.serving.messages import camera_group, session_group
 from sessions import embedded, grace, seats, selectors, services, worker_client
+from sessions.client_ip import scope_client_ip
 from sessions.models import PlaySession, Seat, SessionStatus
 from sessions.protocol import (
     CLOSE_ENDED,
@@ -632,10 +633,15 @@ class WatchConsumer(SessionConsumer):
         await worker_client.send(worker, vote)
 
     def _voter(self) -> str:
-        """One vote per spectator: their account, else their browser session, else this socket."""
+        """One vote per spectator: their account, else their address (a fresh cookie or socket
+        is free, so either alone let one client stuff the audience), else their browser
+        session, else this socket."""
         user = self.scope.get("user")
         if user is not None and user.is_authenticated:
             return f"user:{user.pk}"
+        address = scope_client_ip(self.scope)
+        if address:
+            return f"ip:{address}"
         store = self.scope.get("session")
         key = store.session_key if store is not None else None
         return f"anon:{key}" if key else f"socket:{self.channel_name}"

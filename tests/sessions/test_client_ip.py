@@ -3,7 +3,7 @@
 import pytest
 from django.test import RequestFactory
 
-from sessions.client_ip import client_ip
+from sessions.client_ip import client_ip, scope_client_ip
 
 
 def _request(remote="10.0.0.9", forwarded=None):
@@ -41,3 +41,15 @@ def test_too_few_hops_or_garbage_fall_back_or_give_nothing(settings):
     settings.TRUSTED_PROXY_COUNT = 1
     assert client_ip(_request(forwarded="not-an-ip")) is None
     assert client_ip(_request(remote="garbage")) is None
+
+
+def test_a_websockets_scope_gives_the_same_address(settings):
+    scope = {
+        "client": ("10.0.0.9", 5123),
+        "headers": [(b"x-forwarded-for", b"1.1.1.1, 203.0.113.7")],
+    }
+    settings.TRUSTED_PROXY_COUNT = 0
+    assert scope_client_ip(scope) == "10.0.0.9"
+    settings.TRUSTED_PROXY_COUNT = 1
+    assert scope_client_ip(scope) == "203.0.113.7"
+    assert scope_client_ip({"headers": []}) is None

@@ -509,6 +509,23 @@ async def test_the_worker_gets_the_story_opening_and_a_pick(worker_slots):
     assert error["code"] == "unsupported"  # no one to talk to in a story
 
 
+async def test_spectators_without_an_account_vote_once_per_address(worker_slots):
+    # a fresh socket (or cookie) was a fresh voter: one client could stuff the audience
+    stage = await _stage(worker_slots, **STORY)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        player = await _connected(stage, inbox)
+        voters = []
+        for address in ("203.0.113.5", "203.0.113.5", "198.51.100.7"):
+            watcher = _socket(f"/ws/watch/{stage.session.id}/")
+            watcher.scope["client"] = (address, 40000 + len(voters))
+            assert (await watcher.connect(WAIT))[0]
+            await watcher.send_to(text_data='{"type": "vote", "choice_id": "c1", "option": 1}')
+            voters.append((await inbox.next("session.vote"))["voter"])
+            await watcher.disconnect()
+        await player.disconnect()
+    assert voters == ["ip:203.0.113.5", "ip:203.0.113.5", "ip:198.51.100.7"]
+
+
 async def test_the_worker_gets_the_character_card_and_a_line(worker_slots):
     stage = await _stage(worker_slots, **CHARACTER)
     async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
