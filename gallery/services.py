@@ -23,6 +23,7 @@ def user_sign_up(*, username: str, password: str, email: str = "", display_name:
 
 
 def user_update_profile(*, user: User, display_name: str, bio: str) -> User:
+    policy.ensure_not_suspended(user)  # a profile is public text, as a world is
     _screen({"display_name": display_name, "bio": bio})
     user.display_name = display_name.strip()
     user.bio = bio.strip()

@@ -68,6 +68,8 @@ class World(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     published_at = models.DateTimeField(null=True, blank=True)
+    # Held for review while its creator asked for it unlisted: approval keeps it unlisted.
+    held_unlisted = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]

@@ -107,6 +107,8 @@ def world_create(
     policy.world_text_verdict(data)
     clean_cover = _clean_cover(cover) if cover else None
     World(creator=creator, **data).full_clean(exclude=["cover", "current_version", "slug"])
+    if publish:
+        policy.ensure_not_suspended(creator)  # before the insert: a refused publish saves nothing
     for attempt in range(3):
         try:
             world = _insert_world(creator, remix_of, data, clean_cover, salted=attempt > 0)
@@ -135,6 +137,8 @@ def _insert_world(creator, remix_of, data: dict, clean_cover, *, salted: bool) -
 def world_update(*, world: World, by: AbstractBaseUser, fields: dict, cover=None) -> World:
     """Edit a world. A change to what a session plays makes a new version; sessions keep theirs."""
     _ensure_owner(world, by)
+    if world.is_public:
+        policy.ensure_not_suspended(by)  # changing public text is publishing
     data = _clean_text(fields)
     if "seed" in data and data["seed"] in (None, ""):
         data.pop("seed")
@@ -142,6 +146,7 @@ def world_update(*, world: World, by: AbstractBaseUser, fields: dict, cover=None
     world_validate_spec(merged)
     verdict = policy.world_text_verdict(merged)
     clean_cover = _clean_cover(cover) if cover else None
+    old_cover = world.cover.name if clean_cover and world.cover else None
     with transaction.atomic():
         # Lock the row: two saves racing would both read version N and both write N+1.
         world = World.objects.select_for_update().get(pk=world.pk)
@@ -151,7 +156,12 @@ def world_update(*, world: World, by: AbstractBaseUser, fields: dict, cover=None
         world.full_clean(exclude=["cover", "current_version", "slug"])
         if clean_cover:
             world.cover.save(f"{world.slug}.{clean_cover.extension}", clean_cover.content, False)
+            world.cover_generated = False  # the creator's own: never re-rendered over
+            if old_cover and old_cover != world.cover.name:  # each upload left one behind
+                storage = world.cover.storage
+                transaction.on_commit(lambda: storage.delete(old_cover))
         if verdict == "hold" and world.is_public:
+            world.held_unlisted = world.status == WorldStatus.UNLISTED
             world.status = WorldStatus.IN_REVIEW
         world.save()
         if spec_changed or world.current_version_id is None:
@@ -215,16 +225,21 @@ def world_publish(*, world: World, by: AbstractBaseUser, unlisted: bool = False)
             {"status": ["This world was removed by moderation and cannot be published."]}
         )
     policy.ensure_not_suspended(by)  # UserSuspended (a PermissionDenied) says why and until when
+    if not unlisted and policy.unlisted_by_moderation(world):
+        raise ValidationError(
+            {"status": ["A moderator unlisted this world: only a moderator can list it again."]}
+        )
     verdict = policy.world_text_verdict({name: getattr(world, name) for name in EDITABLE_FIELDS})
     with transaction.atomic():
         world = World.objects.select_for_update().get(pk=world.pk)
         if verdict == "hold":
             world.status = WorldStatus.IN_REVIEW
+            world.held_unlisted = unlisted
         else:
             world.status = WorldStatus.UNLISTED if unlisted else WorldStatus.PUBLISHED
         if world.published_at is None and world.status != WorldStatus.IN_REVIEW:
             world.published_at = timezone.now()
-        world.save(update_fields=["status", "published_at", "updated_at"])
+        world.save(update_fields=["status", "held_unlisted", "published_at", "updated_at"])
     _queue_if_held(world)
     return world
 

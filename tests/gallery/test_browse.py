@@ -114,3 +114,14 @@ def test_home_rows_come_from_the_cache_until_a_world_changes(client, owner, sett
     make_world(owner, title="Fresh Fjord")
     html = client.get("/").content.decode()
     assert "Cached Canyon" not in html and "Fresh Fjord" in html
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/api/worlds/?q=%00", "/api/worlds/?creator=%00", "/search/?q=a%00b", "/u/%00/", "/u/x%00/"],
+)
+def test_a_nul_byte_in_a_url_is_a_bad_request_not_a_server_error(client, db, url):
+    # PostgreSQL text cannot hold NUL: these reached the database and failed with a 500
+    response = client.get(url)
+    assert response.status_code == 400
+    assert b"NUL" in response.content

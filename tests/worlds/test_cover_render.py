@@ -36,6 +36,27 @@ def test_an_uploaded_cover_is_never_replaced_by_a_render(owner):
     assert not world.cover_generated
 
 
+def test_a_cover_uploaded_over_a_rendered_one_is_kept_and_the_old_file_goes(
+    owner, django_capture_on_commit_callbacks
+):
+    world = services.world_create(creator=owner, fields=SPEC)
+    world.cover_generated = True  # as a render leaves it (the render itself is the slow test)
+    world.save(update_fields=["cover_generated"])
+    covers = []
+    for fmt in ("PNG", "JPEG"):
+        with django_capture_on_commit_callbacks(execute=True):
+            world = services.world_update(
+                world=world, by=owner, fields={}, cover=upload(image_bytes(fmt))
+            )
+        covers.append(world.cover.name)
+    assert not world.cover_generated
+    assert services.world_render_cover(world_id=world.pk) is False
+    world.refresh_from_db()
+    assert world.cover.name == covers[-1]
+    storage = world.cover.storage
+    assert storage.exists(covers[-1]) and not storage.exists(covers[0])
+
+
 def test_rendering_for_a_deleted_world_is_skipped(db):
     assert services.world_render_cover(world_id=987654) is False
 

@@ -45,8 +45,10 @@ class Report(models.Model):
     # World pk, session UUID, user pk, or for text "<context>:<field>:<digest>".
     target_id = models.CharField(max_length=200)
     # Context shown in the queue and used by listings; set whatever applies to the target.
+    # SET_NULL: a creator deleting the world must not wipe its reports and actions (the
+    # warnings count against them); target_id still names it.
     world = models.ForeignKey(
-        "worlds.World", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+        "worlds.World", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     target_user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -118,8 +120,10 @@ class ModerationAction(models.Model):
     )  # null: automatic
     target_type = models.CharField(max_length=16, choices=TargetType.choices)
     target_id = models.CharField(max_length=200)
+    # SET_NULL: a creator deleting the world must not wipe its reports and actions (the
+    # warnings count against them); target_id still names it.
     world = models.ForeignKey(
-        "worlds.World", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+        "worlds.World", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     target_user = models.ForeignKey(
         settings.AUTH_USER_MODEL,

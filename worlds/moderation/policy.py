@@ -31,6 +31,7 @@ from worlds.moderation.models import (
 from worlds.moderation.selectors import is_moderator as is_moderator
 from worlds.moderation.selectors import prompt_cache_key, suspension_active
 from worlds.moderation.selectors import session_for_moderator as _session_for_moderator
+from worlds.moderation.selectors import unlisted_by_moderation as unlisted_by_moderation
 
 # A world's text that screening reads, in the order a form shows it (errors name the field).
 WORLD_TEXT_FIELDS = (

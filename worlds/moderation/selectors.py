@@ -33,6 +33,21 @@ def is_moderator(user) -> bool:
     return bool(user is not None and user.is_authenticated and user.has_perm(MODERATE_PERMISSION))
 
 
+def unlisted_by_moderation(world: World) -> bool:
+    """Whether a moderator's unlisting of the world still stands (no restore or removal came
+    after it): its creator may not list it again."""
+    last = (
+        ModerationAction.objects.filter(
+            world=world,
+            kind__in=(ActionKind.UNLIST, ActionKind.RESTORE, ActionKind.REMOVE),
+        )
+        .order_by("-created_at", "-pk")
+        .values_list("kind", flat=True)
+        .first()
+    )
+    return last == ActionKind.UNLIST
+
+
 def suspension_active(*, user) -> Suspension | None:
     """The suspension that blocks this user now (the longest one if several), or None."""
     if user is None or not getattr(user, "is_authenticated", False):

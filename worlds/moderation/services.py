@@ -35,7 +35,12 @@ from worlds.moderation.models import (
     TargetType,
 )
 from worlds.moderation.policy import ensure_not_suspended
-from worlds.moderation.selectors import is_moderator, suspension_active, world_removal
+from worlds.moderation.selectors import (
+    is_moderator,
+    suspension_active,
+    unlisted_by_moderation,
+    world_removal,
+)
 
 REPORT_RATE_WINDOW_S = 3600
 MAX_SUSPENSION_DAYS = 36500  # a century; 0 (permanent) is the way to say longer
@@ -355,11 +360,17 @@ def _set_world_status(target: Target, status: str) -> tuple[dict, dict]:
     world = World.objects.select_for_update().get(pk=_require_world(target).pk)
     before = {"status": world.status}
     world.status = status
-    if status == WorldStatus.PUBLISHED and world.published_at is None:
+    if status in (WorldStatus.PUBLISHED, WorldStatus.UNLISTED) and world.published_at is None:
         world.published_at = timezone.now()
     world.save(update_fields=["status", "published_at", "updated_at"])
     target.world = world
     return before, {"status": status}
+
+
+def _approved_status(world: World) -> str:
+    """Where a held world goes once approved: unlisted if its creator asked for that."""
+    held = world.status == WorldStatus.IN_REVIEW and world.held_unlisted
+    return WorldStatus.UNLISTED if held else WorldStatus.PUBLISHED
 
 
 def _effect_dismiss(*, target: Target, moderator, reason, days):
@@ -372,8 +383,8 @@ def _effect_dismiss(*, target: Target, moderator, reason, days):
     if target.type == TargetType.WORLD and world is not None:
         world = World.objects.select_for_update().get(pk=world.pk)
         if world.status == WorldStatus.IN_REVIEW:
-            # Dismissing a screening hold: nothing wrong, so the world goes public.
-            before_status, after_status = _set_world_status(target, WorldStatus.PUBLISHED)
+            # Dismissing a screening hold: nothing wrong, so the world goes out as asked.
+            before_status, after_status = _set_world_status(target, _approved_status(world))
             before |= before_status
             after |= after_status
     return before, after
@@ -395,9 +406,13 @@ def _effect_remove(*, target: Target, moderator, reason, days):
 
 def _effect_restore(*, target: Target, moderator, reason, days):
     world = _require_world(target)
+    if world.status == WorldStatus.DRAFT and unlisted_by_moderation(world):
+        # its creator took it down after a moderator unlisted it: lifting the unlisting lets
+        # them publish it again, and leaves it a draft until they do
+        return {"status": world.status, "unlisted": True}, {"status": world.status}
     if world.status not in (WorldStatus.REMOVED, WorldStatus.UNLISTED, WorldStatus.IN_REVIEW):
         raise _invalid("kind", "Only a removed, unlisted or held world can be restored.")
-    before, after = _set_world_status(target, WorldStatus.PUBLISHED)
+    before, after = _set_world_status(target, _approved_status(world))
     accepted = Appeal.objects.filter(world=world, status=AppealStatus.OPEN).update(
         status=AppealStatus.ACCEPTED, decided_at=timezone.now()
     )

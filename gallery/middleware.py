@@ -1,0 +1,23 @@
+"""Requests no view should see."""
+
+from django.http import HttpResponseBadRequest
+
+
+class RejectNulMiddleware:
+    """A NUL byte in the path or the query string is a 400: PostgreSQL text cannot hold one, so
+    `?q=%00` or `/u/%00/` reached the database and failed there with a 500. One check here
+    rather than one in every view that reads a parameter."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if "\x00" in request.path or any("\x00" in k or "\x00" in v for k, v in _params(request)):
+            return HttpResponseBadRequest("NUL characters are not allowed in a URL.")
+        return self.get_response(request)
+
+
+def _params(request):
+    for key, values in request.GET.lists():
+        for value in values:
+            yield key, value
