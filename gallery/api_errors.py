@@ -4,8 +4,12 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions
 from rest_framework.views import exception_handler
 
+from worlds import ratelimit
+
 
 def json_exception_handler(exc, context):
+    if isinstance(exc, ratelimit.RateLimited):
+        exc = exceptions.Throttled(detail=str(exc))
     if isinstance(exc, DjangoValidationError):
         # Service-layer validation errors become 400s with field messages.
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}

@@ -1,6 +1,9 @@
 """Requests no view should see."""
 
 from django.http import HttpResponseBadRequest
+from django.shortcuts import render
+
+from worlds import ratelimit
 
 
 class RejectNulMiddleware:
@@ -21,3 +24,20 @@ def _params(request):
     for key, values in request.GET.lists():
         for value in values:
             yield key, value
+
+
+class RateLimitedPageMiddleware:
+    """A page whose service said "too many lately" shows why, as a 429 (the API answers the
+    same through its exception handler)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, ratelimit.RateLimited):
+            context = {"code": 429, "title": "Too many", "message": str(exception)}
+            return render(request, "gallery/error.html", context, status=429)
+        return None

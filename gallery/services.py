@@ -1,9 +1,11 @@
 """Account writes: sign-up and profile edits, screened by moderation like any public text."""
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from gallery.models import User
+from worlds import ratelimit
 from worlds.moderation import policy
 
 
@@ -14,7 +16,18 @@ def _screen(fields: dict[str, str]) -> None:
             raise ValidationError({name: [refusal]})
 
 
-def user_sign_up(*, username: str, password: str, email: str = "", display_name: str = "") -> User:
+def user_sign_up(
+    *,
+    username: str,
+    password: str,
+    email: str = "",
+    display_name: str = "",
+    client_ip: str | None = None,
+) -> User:
+    if client_ip:
+        limit = settings.SIGN_UPS_PER_HOUR
+        message = f"{limit} accounts were made from here in the last hour. Please try later."
+        ratelimit.hit(f"accounts:signup:{client_ip}", limit=limit, window_s=3600, message=message)
     _screen({"username": username, "display_name": display_name})
     with transaction.atomic():
         return User.objects.create_user(

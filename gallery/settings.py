@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "gallery.middleware.RateLimitedPageMiddleware",
 ]
 
 ROOT_URLCONF = "gallery.urls"
@@ -253,6 +254,12 @@ TRUSTED_PROXY_COUNT = envint("TRUSTED_PROXY_COUNT", 0)
 
 # --- Moderation -----------------------------------------------------------------------------
 MODERATION_REPORTS_PER_HOUR = envint("MODERATION_REPORTS_PER_HOUR", 20)
+
+# --- Rate limits (worlds/ratelimit.py): each world made is screened and may queue a cover render
+WORLDS_CREATED_PER_HOUR = envint("WORLDS_CREATED_PER_HOUR", 30)  # per user, remixes included
+LIKES_PER_HOUR = envint("LIKES_PER_HOUR", 300)  # per user
+SIGN_UPS_PER_HOUR = envint("SIGN_UPS_PER_HOUR", 10)  # per client address
+LOGINS_PER_15_MIN = envint("LOGINS_PER_15_MIN", 10)  # failed, per client address and username
 
 # --- Security -------------------------------------------------------------------------------
 # HTTPS=true behind a TLS-terminating proxy turns on every transport-security setting.

@@ -15,6 +15,7 @@ from gallery import selectors as account_selectors
 from gallery import services as account_services
 from gallery.forms import LoginView, ProfileForm, SignUpForm
 from gallery.models import User
+from sessions.client_ip import client_ip
 from worlds import selectors
 from worlds.catalog_cache import cached_fragment
 from worlds.forms import render_form
@@ -122,6 +123,7 @@ def sign_up(request: HttpRequest) -> HttpResponse:
                 password=form.cleaned_data["password1"],
                 email=form.cleaned_data.get("email") or "",
                 display_name=form.cleaned_data.get("display_name") or "",
+                client_ip=client_ip(request),
             )
         except ValidationError as exc:
             form.add_error(None, exc)

@@ -240,3 +240,10 @@ def _fresh_catalog_cache():
     from worlds.catalog_cache import catalog_changed
 
     catalog_changed()
+
+
+@pytest.fixture(autouse=True)
+def _sign_ups_not_limited(settings):
+    # The sign-up counter lives in the shared Redis across runs and every test client signs up
+    # from 127.0.0.1; tests/gallery/test_rate_limits.py sets its own limits.
+    settings.SIGN_UPS_PER_HOUR = 10_000

@@ -16,6 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
+from worlds import ratelimit
 from worlds.covers import cover_clean
 from worlds.models import SPEC_FIELDS, Category, Like, Play, World, WorldStatus, WorldVersion
 from worlds.moderation import policy
@@ -100,6 +101,13 @@ def world_create(
     publish: bool = False,
 ) -> World:
     """Create a world (a draft unless `publish`) with its first version."""
+    limit = settings.WORLDS_CREATED_PER_HOUR
+    ratelimit.hit(
+        f"worlds:create:{creator.pk}",
+        limit=limit,
+        window_s=3600,
+        message=f"You have made {limit} worlds in the last hour. Please try again later.",
+    )
     data = _clean_text(fields)
     if data.get("seed") in (None, ""):
         data["seed"] = random.randrange(2**31)
@@ -276,6 +284,13 @@ def _ensure_likeable(world: World) -> None:
 def world_like(*, world: World, user: AbstractBaseUser) -> World:
     """Like a world once; liking again changes nothing."""
     _ensure_likeable(world)
+    limit = settings.LIKES_PER_HOUR
+    ratelimit.hit(
+        f"worlds:like:{user.pk}",
+        limit=limit,
+        window_s=3600,
+        message=f"You have liked {limit} worlds in the last hour. Please try again later.",
+    )
     try:
         with transaction.atomic():
             Like.objects.create(user=user, world=world)

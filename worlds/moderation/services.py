@@ -14,13 +14,13 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from sessions import services as session_services
 from sessions.models import EndReason, PlaySession
+from worlds import ratelimit
 from worlds.models import World, WorldStatus
 from worlds.moderation.audit import Target, audit_record
 from worlds.moderation.models import (
@@ -46,7 +46,7 @@ REPORT_RATE_WINDOW_S = 3600
 MAX_SUSPENSION_DAYS = 36500  # a century; 0 (permanent) is the way to say longer
 
 
-class ReportRateLimited(Exception):
+class ReportRateLimited(ratelimit.RateLimited):
     pass
 
 
@@ -146,22 +146,15 @@ def text_target_id(*, text: str, field: str, world: World | None, session_id=Non
 
 
 def _rate_limit(user: AbstractBaseUser) -> None:
-    """At most MODERATION_REPORTS_PER_HOUR reports per user in a fixed window (shared cache,
-    so every web process counts together)."""
+    """At most MODERATION_REPORTS_PER_HOUR reports per user an hour."""
     limit = settings.MODERATION_REPORTS_PER_HOUR
-    key = f"moderation:reports:{user.pk}"
-    if cache.add(key, 1, timeout=REPORT_RATE_WINDOW_S):
-        count = 1  # the window's first report
-    else:
-        try:
-            count = cache.incr(key)
-        except ValueError:  # the window expired between add and incr
-            cache.set(key, 1, timeout=REPORT_RATE_WINDOW_S)
-            count = 1
-    if count > limit:
-        raise ReportRateLimited(
-            f"You have sent {limit} reports in the last hour. Please try again later."
+    message = f"You have sent {limit} reports in the last hour. Please try again later."
+    try:
+        ratelimit.hit(
+            f"reports:{user.pk}", limit=limit, window_s=REPORT_RATE_WINDOW_S, message=message
         )
+    except ratelimit.RateLimited as exc:
+        raise ReportRateLimited(str(exc)) from None
 
 
 def report_create(
