@@ -145,6 +145,9 @@ def _insert_world(creator, remix_of, data: dict, clean_cover, *, salted: bool) -
 def world_update(*, world: World, by: AbstractBaseUser, fields: dict, cover=None) -> World:
     """Edit a world. A change to what a session plays makes a new version; sessions keep theirs."""
     _ensure_owner(world, by)
+    if world.status == WorldStatus.REMOVED:
+        # what the moderator removed stays as it was while they hear the appeal
+        raise ValidationError({"status": ["This world was removed by moderation: appeal instead."]})
     if world.is_public:
         policy.ensure_not_suspended(by)  # changing public text is publishing
     data = _clean_text(fields)

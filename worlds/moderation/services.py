@@ -238,6 +238,8 @@ def _report_target(
         raise _invalid("text", "Quote at most 2000 characters.")
     field = (field or "text").strip()[:40]
     world = _world_by_key(world_key) if world_key else None
+    if world is not None and not _visible_for_report(world):
+        raise _invalid("target_id", "No world with this id.")  # as for a slug nobody has
     session = _session_by_key(session_key) if session_key else None
     if session is not None:
         world = session.world

@@ -104,3 +104,22 @@ def test_deleting_a_world_keeps_its_reports_and_the_actions_on_it(world, creator
     assert not World.objects.filter(pk=world.pk).exists()
     assert Report.objects.filter(target_id=str(world.pk)).count() == 1
     assert ModerationAction.objects.filter(target_user=creator).count() == actions >= 2
+
+
+def test_a_removed_world_cannot_be_edited_while_its_appeal_is_heard(world, creator, moderator):
+    act(moderator, "remove", world.slug)
+    with pytest.raises(ValidationError):
+        world_services.world_update(
+            world=World.objects.get(pk=world.pk), by=creator, fields={"title": "All fine now"}
+        )
+    assert World.objects.get(pk=world.pk).title == world.title
+
+
+def test_a_text_report_naming_someone_elses_draft_reads_as_no_such_world(creator, api_as, outsider):
+    draft = make_world(creator, status="draft")
+    answers = []
+    for key in (draft.slug, "no-such-world"):
+        body = {"target_type": "text", "text": "rude words", "field": "title", "world": key}
+        answers.append(api_as(outsider).post("/api/reports/", {**body, "reason": "spam"}).json())
+    assert answers[0] == answers[1]
+    assert not Report.objects.filter(world=draft).exists()
