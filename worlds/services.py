@@ -101,13 +101,7 @@ def world_create(
     publish: bool = False,
 ) -> World:
     """Create a world (a draft unless `publish`) with its first version."""
-    limit = settings.WORLDS_CREATED_PER_HOUR
-    ratelimit.hit(
-        f"worlds:create:{creator.pk}",
-        limit=limit,
-        window_s=3600,
-        message=f"You have made {limit} worlds in the last hour. Please try again later.",
-    )
+    _hourly(creator, "create", settings.WORLDS_CREATED_PER_HOUR, "made {limit} worlds")
     data = _clean_text(fields)
     if data.get("seed") in (None, ""):
         data["seed"] = random.randrange(2**31)
@@ -128,6 +122,13 @@ def world_create(
     if publish:
         world = world_publish(world=world, by=creator)
     return world
+
+
+def _hourly(user: AbstractBaseUser, what: str, limit: int, done: str) -> None:
+    """At most `limit` of `what` per user an hour; `done` says what they did ("made {limit}
+    worlds")."""
+    message = f"You have {done.format(limit=limit)} in the last hour. Please try again later."
+    ratelimit.hit(f"worlds:{what}:{user.pk}", limit=limit, window_s=3600, message=message)
 
 
 def _insert_world(creator, remix_of, data: dict, clean_cover, *, salted: bool) -> World:
@@ -287,13 +288,7 @@ def _ensure_likeable(world: World) -> None:
 def world_like(*, world: World, user: AbstractBaseUser) -> World:
     """Like a world once; liking again changes nothing."""
     _ensure_likeable(world)
-    limit = settings.LIKES_PER_HOUR
-    ratelimit.hit(
-        f"worlds:like:{user.pk}",
-        limit=limit,
-        window_s=3600,
-        message=f"You have liked {limit} worlds in the last hour. Please try again later.",
-    )
+    _hourly(user, "like", settings.LIKES_PER_HOUR, "liked {limit} worlds")
     try:
         with transaction.atomic():
             Like.objects.create(user=user, world=world)
