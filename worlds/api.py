@@ -98,10 +98,9 @@ class WorldViewSet(viewsets.GenericViewSet):
                 return Response({"creator": ["No such creator."]}, status=400)
         if params.get("q"):
             qs = selectors.world_search(
-                query=params["q"], viewer=request.user, category=category, sort=sort
-            )
-            if creator is not None:
-                qs = qs.filter(creator=creator)
+                query=params["q"], viewer=request.user, category=category, creator=creator,
+                sort=sort,
+            )  # fmt: skip
         else:
             qs = selectors.world_list(
                 viewer=request.user,

@@ -50,14 +50,16 @@ def world_search(
     query: str,
     viewer: AbstractBaseUser | None = None,
     category: str | None = None,
+    creator: AbstractBaseUser | None = None,
     sort: str = "",
 ) -> QuerySet[World]:
-    """Published worlds matching `query`, best match first unless another sort is asked for.
+    """Published worlds matching `query` (a `creator`'s, their drafts too when they ask), best
+    match first unless another sort is asked for.
 
     PostgreSQL: full-text search, title weighted over description over prompt, ranked with
     ts_rank. SQLite (embedded default): substring match, title hits before others.
     """
-    qs = world_list(viewer=viewer, category=category)
+    qs = world_list(viewer=viewer, category=category, creator=creator)
     query = (query or "").strip()[:200]
     if not query:
         return qs.order_by(*SORTS.get(sort, SORTS[DEFAULT_SORT]), "-id")

@@ -62,6 +62,14 @@ def test_creators_own_listing_includes_drafts(owner_api, owner, draft):
     assert draft.slug in [w["slug"] for w in body["results"]]
 
 
+def test_creators_own_search_includes_drafts_and_no_one_elses_does(owner_api, owner, draft):
+    # the docs say a creator's own listing includes drafts; with q= it searched published only
+    url = f"/api/worlds/?creator={owner.username}&q=secret"
+    mine = [w["slug"] for w in owner_api.get(url).json()["results"]]
+    theirs = [w["slug"] for w in APIClient().get(url).json()["results"]]
+    assert mine == [draft.slug] and theirs == []
+
+
 def test_retrieve_shows_the_pinned_version(api, world):
     body = api.get(f"/api/worlds/{world.slug}/").json()
     assert body["current_version"] == str(world.current_version_id)
