@@ -28,7 +28,7 @@ import simplejpeg
 
 from inference.serving import snapshot
 from inference.serving.frames import FLAG_RESTORED, encode_frame
-from inference.serving.messages import Event
+from inference.serving.messages import Error, Event
 from inference.serving.scheduler import ChunkController, StepPlan, plan_step
 from inference.serving.session import Camera, LiveSession, SessionStatus
 from inference.world.engine import PromptError, SnapshotError, UnsupportedEvent, WorldEngine
@@ -51,7 +51,8 @@ class Batch:
 class StepResult:
     """What the engine thread made: event answers, JPEG frames per player, failed sessions."""
 
-    answers: list[tuple[str, int, str, str | None, str]]  # (player id, seq, status, reason, text)
+    # (player id, seq, status: applied / unsupported / error, reason, text)
+    answers: list[tuple[str, int, str, str | None, str]]
     frames: dict[str, list[bytes]]
     failed: list[str]  # session ids
 
@@ -61,7 +62,8 @@ class StepOutputs:
     """What the worker sends after a step: frames due now, event answers; sessions to end."""
 
     frames: list[tuple[Camera, bytes]] = field(default_factory=list)
-    events: list[tuple[str, Event]] = field(default_factory=list)  # (session id, answer)
+    # (session id, answer): an Event to everyone, or an Error to the sender alone
+    events: list[tuple[str, Event | Error]] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # session ids
 
 
@@ -176,11 +178,11 @@ class EngineCore:
                     answers.append((player_id, seq, "applied", None, text))
                 except UnsupportedEvent as exc:
                     answers.append((player_id, seq, "unsupported", str(exc), text))
-                except PromptError as exc:
-                    answers.append((player_id, seq, "rejected", str(exc) or "rejected", text))
+                except PromptError as exc:  # the sender's error: "rejected" is moderation's
+                    answers.append((player_id, seq, "error", str(exc) or "bad text", text))
                 except Exception:
                     log.exception("event failed in %s", camera.session_id)
-                    answers.append((player_id, seq, "rejected", "could not apply", text))
+                    answers.append((player_id, seq, "error", "The world could not apply it.", text))
         failed = []
         try:
             out = self.engine.step(plan.keys, plan.chunk)
@@ -221,6 +223,10 @@ class EngineCore:
                 for other in session.cameras.values() if session else ():
                     if other is not camera:
                         other.stepped_keys = None  # one world: everyone's next frame shows it
+            if status == "error":
+                error = Error("event_failed", reason or "", slot=camera.slot, seq=seq)
+                outputs.events.append((camera.session_id, error))
+                continue
             suggest = EVENT_SUGGESTIONS[:4] if status == "unsupported" else ()
             answer = Event(
                 seq, status, reason, by=camera.name, slot=camera.slot, suggest=suggest, text=text

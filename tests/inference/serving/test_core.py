@@ -66,7 +66,10 @@ def test_text_events_come_back_as_answers(core):
         "s1",
         Event(seq=7, status="applied", by="P0", slot=0, text="it starts to snow"),
     )
-    assert outputs.events[1][1].status == "rejected" and "longer" in outputs.events[1][1].reason
+    # text the engine refuses is the sender's error, not a "rejected" event (moderation's word)
+    error = outputs.events[1][1]
+    assert (error.code, error.seq, error.slot) == ("event_failed", 8, 0)
+    assert "longer" in error.message
     assert _cam(session).state_seq == 7 and not _cam(session).events
 
 
