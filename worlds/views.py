@@ -1,10 +1,13 @@
 """World pages: detail, publish/edit/remix forms, like, and placeholder covers. Thin shells."""
 
+import time
+import uuid
 from collections.abc import Callable
 from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
@@ -64,16 +67,48 @@ def _world_form_page(
     All or nothing: a ValidationError lands on the form and nothing is saved (a resubmit would
     otherwise create a second copy of a world whose publish step failed).
     """
+    submit_id = _submit_id(request)
     if request.method == "POST" and form.is_valid():
+        key = f"world-form:{request.user.pk}:{submit_id}"
+        if not cache.add(key, 0, SUBMIT_KEEP_S):  # this form was sent before
+            first = _first_sending(request, key)
+            if first is not None:
+                return redirect(first)
+            if not cache.add(key, 0, SUBMIT_KEEP_S):
+                form.add_error(None, "This form was already sent and is still being saved.")
+                return render_form(request, "worlds/form.html", {"form": form, **context})
         try:
             with transaction.atomic():
                 world = _publish_as_asked(save(form), request.user, form.cleaned_data["visibility"])
         except ValidationError as exc:
+            cache.delete(key)  # fixed and sent again, the same form may go through
             form.add_error(None, exc)
         else:
+            cache.set(key, world.pk, SUBMIT_KEEP_S)
             _announce(request, world)
             return redirect(world)
-    return render_form(request, "worlds/form.html", {"form": form, **context})
+    context = {"form": form, "submit_id": submit_id, **context}
+    return render_form(request, "worlds/form.html", context)
+
+
+# A form page carries an id of its own: sent twice (a double click, the back button), the
+# second answer is the first one's world, not a second copy of it.
+SUBMIT_KEEP_S = 3600
+SUBMIT_WAIT_S = 10.0
+
+
+def _submit_id(request: HttpRequest) -> str:
+    sent = request.POST.get("submit_id", "") if request.method == "POST" else ""
+    return sent if sent.isalnum() and len(sent) == 32 else uuid.uuid4().hex
+
+
+def _first_sending(request: HttpRequest, key: str) -> World | None:
+    """The world the first sending of this form made, waiting while it is saved; None if that
+    failed (the key is gone) or is still running at SUBMIT_WAIT_S."""
+    deadline = time.monotonic() + SUBMIT_WAIT_S
+    while (pk := cache.get(key)) == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return World.objects.filter(pk=pk, creator=request.user).first() if pk else None
 
 
 def _publish_as_asked(world: World, user, visibility: str) -> World:

@@ -68,6 +68,30 @@ def test_the_publish_form_creates_and_publishes_a_world(owner_client, owner):
     assert world.status == WorldStatus.PUBLISHED
 
 
+def test_the_publish_form_sent_twice_makes_one_world(owner_client, owner):
+    # a double click or the back button sent it again: that made a second copy ("…-9a4e52")
+    page = owner_client.get("/publish/")
+    submit_id = page.context["submit_id"]
+    assert f'name="submit_id" value="{submit_id}"' in page.content.decode()
+    first = owner_client.post("/publish/", FORM | {"submit_id": submit_id})
+    second = owner_client.post("/publish/", FORM | {"submit_id": submit_id})
+    world = World.objects.get()
+    assert first["Location"] == second["Location"] == f"/w/{world.slug}/"
+    # a fresh form page is a fresh world
+    again = owner_client.get("/publish/").context["submit_id"]
+    assert again != submit_id
+    owner_client.post("/publish/", FORM | {"submit_id": again})
+    assert World.objects.filter(creator=owner).count() == 2
+
+
+def test_a_form_sent_with_errors_then_fixed_goes_through_once(owner_client):
+    submit_id = owner_client.get("/publish/").context["submit_id"]
+    bad = owner_client.post("/publish/", FORM | {"title": "", "submit_id": submit_id})
+    assert bad.status_code == 400 and bad.context["submit_id"] == submit_id
+    good = owner_client.post("/publish/", FORM | {"submit_id": submit_id})
+    assert good.status_code == 302 and World.objects.count() == 1
+
+
 def test_the_publish_form_saves_a_draft(owner_client):
     owner_client.post("/publish/", FORM | {"visibility": "draft"})
     assert World.objects.get().status == WorldStatus.DRAFT
