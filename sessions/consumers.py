@@ -543,6 +543,17 @@ class PlayConsumer(SessionConsumer):
             await self.send_json({"type": "error", "code": "replaced", "message": why})
             await self.close(code=CLOSE_REPLACED)
 
+    async def session_presence(self, event):
+        await super().session_presence(event)
+        if self.closing or any(p.slot == self.seat.slot for p in self.players):
+            return
+        # This seat left (Leave: the session's DELETE). Its socket ends too: it kept hearing
+        # the session's status, and the page went back to "live" a second after leaving.
+        self.closing = True
+        self.state = SessionStatus.ENDED
+        await self.send_status(reason="left")
+        await self.close(code=CLOSE_ENDED)
+
     async def session_removed(self, event):
         removed = m.Removed.from_message(event)
         if removed.slot == self.seat.slot and not self.closing:

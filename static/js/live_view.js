@@ -94,6 +94,7 @@
         if (onOpen) onOpen();
       };
       ws.onmessage = (message) => {
+        if (stopped) return;
         if (!(message.data instanceof ArrayBuffer)) return onJson(JSON.parse(message.data));
         const frame = decodeFrame(message.data);
         if (frame) onFrame(frame);
@@ -116,7 +117,10 @@
       send(message) {
         if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
       },
-      stop() { stopped = true; },
+      stop() {
+        stopped = true;
+        if (ws) ws.close(1000);  // left or ended: nothing more from this session
+      },
     };
   }
 

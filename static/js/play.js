@@ -59,6 +59,7 @@
   const NO_RETRY = new Set([4403, 4404, 4409, 4410, 4411, 4429]);
   const END_REASONS = {
     player: "you ended it",
+    left: "you left it",
     empty: "every player left",
     idle: "no input for a while",
     max_length: "it reached the maximum length",

@@ -183,6 +183,16 @@ def test_two_players_share_a_world_and_a_spectator_watches_it_from_the_live_page
     wait_for_frames(bob, "play", more_than=then + 5)
     assert bob.text_content("#hud-state") == "live"
 
+    # Bob leaves: his page stays ended (it went back to "live" a second later, still hearing
+    # the session), and Alice plays on alone.
+    bob.click("#end-session")
+    expect(bob.locator("#hud-state")).to_have_text("ended")
+    expect(alice.locator("#presence-count")).to_have_text("1")
+    bob.wait_for_timeout(2500)
+    assert bob.text_content("#hud-state") == "ended"
+    assert bob.text_content("#play-overlay") == "You left this world."
+    assert alice.text_content("#hud-state") == "live"
+
 
 def test_on_a_phone_the_play_page_with_its_presence_list_fits_the_screen_width(
     live_url, browsers, request

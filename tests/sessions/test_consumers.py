@@ -19,7 +19,7 @@ from django.test import Client
 from gallery.asgi import application
 from inference.serving.frames import encode_frame
 from inference.serving.messages import camera_group, session_group, worker_channel
-from sessions import services
+from sessions import seats, services
 from sessions.models import EndReason, PlaySession, SessionStatus
 from tests.sessions.play_fixtures import Inbox, make_user, make_world
 from worlds.moderation import policy
@@ -473,6 +473,38 @@ async def test_a_message_that_fails_unforeseen_gets_an_error_and_the_socket_live
         await socket.disconnect()
     assert error["code"] == "internal" and error["message"]
     assert pong["t"] == 5
+
+
+async def test_a_player_who_leaves_a_shared_world_has_their_socket_ended(worker_slots):
+    # the Leave button's DELETE freed the seat but the socket stayed open: its page kept
+    # hearing the session's "live" status and went back to live a second after leaving
+    worker_slots.add(capacity=2)
+
+    @sync_to_async
+    def two_seats():
+        host, guest = make_user(), make_user()
+        session, _ = services.session_create(
+            world_slug=make_world().slug, user=host, session_key="", client_ip="10.1.1.1",
+            shared=True,
+        )  # fmt: skip
+        _, seat, _ = seats.seat_join(
+            session_id=session.id, user=guest, session_key="", client_ip="10.1.1.2"
+        )
+        return session, _cookie_for(host), _cookie_for(guest), seat
+
+    session, host_key, guest_key, guest_seat = await two_seats()
+    path = f"/ws/play/{session.id}/"
+    host, guest = _socket(path, host_key), _socket(path, guest_key)
+    assert (await host.connect(WAIT))[0] and (await guest.connect(WAIT))[0]
+    await sync_to_async(seats.seat_leave)(seat=guest_seat, reason=EndReason.PLAYER)
+    ended = await _status(guest, "ended")
+    code = await _closed_with(guest)
+    presence = await _json(host, "presence")
+    await host.send_to(text_data='{"type": "ping", "t": 1}')
+    pong = await _json(host, "pong")
+    await host.disconnect()
+    assert (ended["reason"], code) == ("left", 4410)
+    assert [p["slot"] for p in presence["players"]] == [0] and pong["t"] == 1
 
 
 # --- story picks and dialogue ----------------------------------------------------------------
