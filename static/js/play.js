@@ -244,14 +244,14 @@
     const span = document.createElement("span");
     span.className = "event-suggest";
     span.append("Try: ");
-    for (const text of list.slice(0, 3)) {
+    list.slice(0, 3).forEach((text, i) => {
       const button = document.createElement("button");
       button.type = "button";
       button.className = "link-button";
-      button.textContent = text;
+      button.textContent = `“${text}”`;
       button.addEventListener("click", () => { promptText.value = text; promptText.focus(); });
-      span.append(button, " ");
-    }
+      span.append(i ? " · " : "", button);  // they ran together: "a thunderstorm rolls in night falls"
+    });
     return span;
   }
 
