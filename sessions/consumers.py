@@ -222,7 +222,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
         # Generated lines were screened on the worker before they were sent (and a partial
         # only ever as a whole prefix): see worker_client.screen_generated_line.
         line = m.Line.from_message(event)
+        if line.only_slot >= 0 and line.only_slot != self._seat_slot():
+            return  # the talk so far, replayed to a player who (re)joined
         message = {"type": "say", "speaker": line.speaker, "text": line.text}
+        if line.history >= 0:
+            message["history"] = line.history
         if line.slot >= 0:
             message["slot"] = line.slot
             message["you"] = line.slot == self._seat_slot()

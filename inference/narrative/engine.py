@@ -690,6 +690,24 @@ def character_greet(character: Character) -> tuple[Character, str]:
     return replace(character, greeted=True), character.greeting
 
 
+PLAYER_SPEAKER = "Player"
+
+
+def character_transcript(character: Character) -> list[tuple[str, str]]:
+    """The talk as far as the character remembers it, (speaker, text) in order, for a player
+    who joins or comes back: the greeting while no turn has been folded away, then the recent
+    turns (a player's line as "Player": the memory keeps no names)."""
+    if not character.greeted:
+        return []
+    head = [] if character.summary else [(character.name, character.greeting)]
+    turns = [
+        (PLAYER_SPEAKER if speaker == "you" else speaker, text)
+        for speaker, text in character.memory
+        if speaker != WORLD_NOTE
+    ]
+    return head + turns
+
+
 def classify(line: str) -> tuple[str, float]:
     """The intent of a player's line by its nearest exemplar, and that similarity."""
     names = [n for n, exemplars in INTENTS.items() for _ in exemplars]

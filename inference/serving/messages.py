@@ -445,6 +445,10 @@ class Line(Message):
     text: str
     partial: bool = False
     slot: int = -1
+    # The talk so far, replayed to one seat that (re)joined: ``history`` is the line's place in
+    # it (-1: a line said now), ``only_slot`` the seat it is for (-1: everyone).
+    history: int = -1
+    only_slot: int = -1
 
     @classmethod
     def from_message(cls, body: dict) -> Line:
@@ -453,6 +457,8 @@ class Line(Message):
             _str(body.get("text")),
             body.get("partial") is True,
             _slot(body.get("slot"), default=-1),
+            _int(body.get("history"), default=-1),
+            _slot(body.get("only_slot"), default=-1),
         )
 
 

@@ -341,7 +341,7 @@ class InferenceWorker:
             self.core.camera_live(camera, asyncio.get_running_loop().time())
             self._demand.set()
         await self._status(session.session_id, "live")
-        await self._narrative_live(session)  # the (re)connected player needs the choices
+        await self._narrative_live(session, camera)  # the (re)connected player needs the choices
 
     def _on_unseat(self, session: LiveSession, slot: int) -> None:
         camera = session.cameras.pop(slot, None)
@@ -614,9 +614,9 @@ class InferenceWorker:
         except Exception:  # the world still plays without its story
             log.exception("worker %s: no narrative for %s", self.name, session.session_id)
 
-    async def _narrative_live(self, session: LiveSession) -> None:
+    async def _narrative_live(self, session: LiveSession, camera: Camera | None = None) -> None:
         """On going live (fresh, restored or reconnected): the pair on offer, or a new one; the
-        character's greeting once."""
+        character's greeting once, and to a `camera` seated (again) the talk so far."""
         if session.narrative is None:
             return
         async with self._narrating.setdefault(session.session_id, asyncio.Lock()):
@@ -631,6 +631,20 @@ class InferenceWorker:
                     session.narrative, greeting = narrative.character_greet(state)
                     await self._send(session.session_id, m.Line(speaker=state.name, text=greeting))
                     await self._preread(session)
+                elif isinstance(state, narrative.Character) and camera is not None:
+                    # a reload or a newcomer found an empty chat (the page keeps no talk)
+                    talk = narrative.character_transcript(state)
+                    alone = len(session.cameras) == 1  # then every player line was theirs
+                    for i, (speaker, text) in enumerate(talk):
+                        mine = alone and speaker == narrative.PLAYER_SPEAKER
+                        line = m.Line(
+                            camera.name if mine else speaker,
+                            text,
+                            slot=camera.slot if mine else -1,
+                            history=i,
+                            only_slot=camera.slot,
+                        )
+                        await self._send(session.session_id, line)
             except Exception:
                 log.exception("worker %s: narrative of %s failed", self.name, session.session_id)
 

@@ -76,6 +76,7 @@
 
     // The reply being generated: partial lines rewrite it in place, the final line settles it.
     let streaming = null;
+    let replaying = false; // a replay of the talk so far is being shown
 
     function addLine(speaker, text, className, partial = false, color = null) {
       if (!chat) return;
@@ -128,6 +129,12 @@
           return true;
         }
         if (msg.type === "say") {
+          // The talk so far, sent when this socket (re)joined: shown only on an empty chat (a
+          // reload, a newcomer), not again after a reconnect that kept the page.
+          if (typeof msg.history === "number") {
+            if (msg.history === 0) replaying = chat !== null && chat.children.length === 0;
+            if (!replaying) return true;
+          }
           addSay(msg);
           return true;
         }

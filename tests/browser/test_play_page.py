@@ -128,3 +128,10 @@ def test_the_character_greets_and_answers_in_the_chat(live_url, page, request):
     # The character answers in its own voice: a sentence of its own, not the card recited.
     assert lines[2].startswith("Old Tom: ") and len(lines[2]) > len("Old Tom: ") + 3
     assert "A gruff marsh ferryman." not in lines[2]
+    # A reload resumes the same session: the talk so far is there again, once (it came back
+    # empty: the greeting goes out only once)
+    page.reload()
+    page.wait_for_function("document.querySelectorAll('#chat-log li').length >= 3", timeout=60_000)
+    page.wait_for_timeout(1000)
+    assert page.locator("#chat-log li").all_text_contents() == lines[:3]
+    assert "chat-you" in page.locator("#chat-log li").nth(1).get_attribute("class")

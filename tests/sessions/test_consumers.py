@@ -686,3 +686,23 @@ async def test_partial_replies_and_who_wrote_them_reach_the_player_and_spectator
         {"type": "say", "speaker": "Old Tom", "text": "Hmph. The reeds."},
     ]
     assert seen == {"player": (expected, "embedded:x"), "watcher": (expected, "embedded:x")}
+
+
+async def test_the_talk_replayed_to_a_returning_player_reaches_only_them(worker_slots):
+    stage = await _stage(worker_slots, **CHARACTER)
+    player = _socket(stage.play_path, stage.key)
+    watcher = _socket(f"/ws/watch/{stage.session.id}/")
+    assert (await player.connect(WAIT))[0]
+    assert (await watcher.connect(WAIT))[0]
+    while (await _json(player, "status")).get("viewers") != 1:
+        pass
+    group, layer = session_group(stage.session.id), get_channel_layer()
+    replay = {"type": "session.say", "speaker": "Old Tom", "text": "Hmph.", "history": 0}
+    await layer.group_send(group, {**replay, "only_slot": 0})
+    await layer.group_send(group, {"type": "session.say", "speaker": "Old Tom", "text": "Now."})
+    mine = [await _json(player, "say"), await _json(player, "say")]
+    theirs = await _json(watcher, "say")
+    await watcher.disconnect()
+    await player.disconnect()
+    assert [(m["text"], m.get("history")) for m in mine] == [("Hmph.", 0), ("Now.", None)]
+    assert theirs["text"] == "Now."  # a spectator is not sent another's replay

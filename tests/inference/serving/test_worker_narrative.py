@@ -183,6 +183,30 @@ async def test_a_character_greets_then_answers_in_character(worker, layer, place
     assert worker.sessions[session_id].narrative.turn == 1
 
 
+async def test_a_player_who_comes_back_to_a_character_is_sent_the_talk_so_far(
+    worker, layer, placement
+):
+    # a reload (or a newcomer) found an empty chat: the greeting went out once, to nobody now
+    session_id = str(uuid.uuid4())
+    async with GroupListener(layer, session_id) as listener:
+        await started(worker, placement, layer, listener, character_attach(session_id))
+        await listener.next(kind_is("session.say"))
+        line = {"type": "session.say", "session_id": session_id, "text": "who are you?"}
+        await send(layer, worker, line)
+        await listener.next(kind_is("session.say"))  # the echo
+        reply = await listener.next(kind_is("session.say"))
+        await send(layer, worker, {"type": "session.detach", "session_id": session_id})
+        await send(layer, worker, character_attach(session_id))
+        replay = [await listener.next(lambda m: m["type"] == "session.say") for _ in range(3)]
+    said = [(m["speaker"], m["text"], m["history"], m["only_slot"]) for m in replay]
+    assert said == [
+        (CARD["name"], CARD["greeting"], 0, 0),
+        ("Player 1", "who are you?", 1, 0),  # alone in the world: their own line, by name
+        (CARD["name"], reply["text"], 2, 0),
+    ]
+    assert replay[1]["slot"] == 0
+
+
 async def test_a_character_asked_for_rain_makes_it_rain(worker, layer, placement, engine):
     session_id = str(uuid.uuid4())
     async with GroupListener(layer, session_id) as listener:
