@@ -34,7 +34,7 @@ run: install
 	DEBUG=true $(PY) manage.py load_demo
 	# Covers rendered by the world model for worlds without one (a no-op once done).
 	DEBUG=true $(PY) manage.py render_covers
-	DEBUG=true $(BIN)/daphne -b $(HOST) -p $(PORT) gallery.asgi:application
+	DEBUG=true COVER_RENDER_AUTO=$${COVER_RENDER_AUTO:-true} $(BIN)/daphne -b $(HOST) -p $(PORT) gallery.asgi:application
 
 test: install
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \

@@ -223,7 +223,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
 COVER_MAX_BYTES = 5 * 1024 * 1024
 COVER_MAX_SIDE = 4096
 # Render a cover with the world model for worlds published without one. Off by default in eager
-# mode, where it would load the model inside the web request; `manage.py render_covers` backfills.
+# mode (the tests); `make run` turns it on, and there it renders on a thread beside the request;
+# `manage.py render_covers` backfills.
 COVER_RENDER_AUTO = envbool("COVER_RENDER_AUTO", not CELERY_TASK_ALWAYS_EAGER)
 
 # Seconds the home page's rows stay cached (any world saved invalidates them; 0: off).

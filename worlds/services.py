@@ -3,15 +3,17 @@
 Every entry point (pages, API, tasks, commands) calls these; none of them writes models itself.
 """
 
+import logging
 import math
 import random
+import threading
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
@@ -20,6 +22,8 @@ from worlds import ratelimit
 from worlds.covers import cover_clean
 from worlds.models import SPEC_FIELDS, Category, Like, Play, World, WorldStatus, WorldVersion
 from worlds.moderation import policy
+
+log = logging.getLogger(__name__)
 
 EDITABLE_FIELDS = (*SPEC_FIELDS, "description", "max_players")
 
@@ -201,7 +205,23 @@ def _schedule_cover_render(world: World) -> None:
     from worlds.tasks import render_cover
 
     world_id = world.pk
-    transaction.on_commit(lambda: render_cover.delay(world_id))
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        # The embedded default has no Celery worker: render beside the request, not in it.
+        thread = threading.Thread(
+            target=_render_beside, args=(world_id,), name=f"cover-render-{world_id}", daemon=True
+        )
+        transaction.on_commit(thread.start)
+    else:
+        transaction.on_commit(lambda: render_cover.delay(world_id))
+
+
+def _render_beside(world_id: int) -> None:
+    try:
+        world_render_cover(world_id=world_id)
+    except Exception:
+        log.exception("cover render for world %s failed", world_id)
+    finally:
+        connections.close_all()  # this thread's own database connection
 
 
 def world_render_cover(*, world_id: int) -> bool:

@@ -1,5 +1,7 @@
 """Covers rendered by the world model for worlds published without one."""
 
+import threading
+
 import pytest
 from PIL import Image
 
@@ -10,12 +12,13 @@ SPEC = {"title": "Frame Test", "category": "games", "prompt": "a snowy pine fore
 
 
 @pytest.mark.slow
-def test_the_world_model_renders_a_cover_for_a_world_without_one(
-    owner, settings, django_capture_on_commit_callbacks
-):
+@pytest.mark.django_db(transaction=True)
+def test_the_world_model_renders_a_cover_for_a_world_without_one(owner, settings):
+    # eager (the embedded default, `make run`): on a thread beside the request, not in it
     settings.COVER_RENDER_AUTO = True
-    with django_capture_on_commit_callbacks(execute=True):
-        world = services.world_create(creator=owner, fields=SPEC | {"seed": 3})
+    world = services.world_create(creator=owner, fields=SPEC | {"seed": 3})
+    render = next(t for t in threading.enumerate() if t.name == f"cover-render-{world.pk}")
+    render.join(timeout=120)
     world.refresh_from_db()
     assert world.cover_generated
     assert world.cover.name.endswith("-frame.png")
