@@ -139,6 +139,8 @@
     // The remove endpoint takes accounts only: an anonymous creator gets no Remove buttons.
     presence.allowRemove(Boolean(session.is_creator));
     if (session.shared) leaveButton.textContent = "Leave";
+    // Say so: a public session is on the Live page with a Join button for anyone.
+    $("presence-public").hidden = !(session.shared && session.public);
     if (session.watch_url) {
       const link = $("watch-link");
       link.href = session.watch_url;

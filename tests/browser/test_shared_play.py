@@ -122,6 +122,9 @@ def test_two_players_share_a_world_and_a_spectator_watches_it_from_the_live_page
     log_in(alice, live_url, "alice")
     session_id = start_shared_world(alice, live_url, world.slug)
     assert alice.text_content("#end-session") == "Leave"  # others play on after she goes
+    # she is told her session is public: on Live now, with a Join button for anyone
+    expect(alice.locator("#presence-public")).to_be_visible()
+    expect(alice.locator("#presence-public")).to_contain_text("anyone can watch or join")
     link = invite_link(alice)
     assert link == f"{live_url}/join/{session_id}/"
 
