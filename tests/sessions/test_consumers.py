@@ -108,6 +108,17 @@ async def _connected(stage: Stage, inbox: Inbox) -> WebsocketCommunicator:
     return socket
 
 
+async def _player_and_watcher(stage: Stage) -> tuple[WebsocketCommunicator, ...]:
+    """The player's socket and a spectator's, once the player has seen the spectator come."""
+    player = _socket(stage.play_path, stage.key)
+    watcher = _socket(f"/ws/watch/{stage.session.id}/")
+    assert (await player.connect(WAIT))[0]
+    assert (await watcher.connect(WAIT))[0]
+    while (await _json(player, "status")).get("viewers") != 1:
+        pass
+    return player, watcher
+
+
 async def test_the_player_connects_and_the_worker_gets_the_pinned_world(worker_slots):
     stage = await _stage(worker_slots)
     async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
@@ -624,12 +635,7 @@ async def test_choices_and_lines_reach_the_player_and_spectators_but_errors_only
     worker_slots,
 ):
     stage = await _stage(worker_slots, **STORY)
-    player = _socket(stage.play_path, stage.key)
-    watcher = _socket(f"/ws/watch/{stage.session.id}/")
-    assert (await player.connect(WAIT))[0]
-    assert (await watcher.connect(WAIT))[0]
-    while (await _json(player, "status")).get("viewers") != 1:
-        pass
+    player, watcher = await _player_and_watcher(stage)
     group = session_group(stage.session.id)
     layer = get_channel_layer()
     choices = {
@@ -661,12 +667,7 @@ async def test_choices_and_lines_reach_the_player_and_spectators_but_errors_only
 
 async def test_partial_replies_and_who_wrote_them_reach_the_player_and_spectators(worker_slots):
     stage = await _stage(worker_slots, **CHARACTER)
-    player = _socket(stage.play_path, stage.key)
-    watcher = _socket(f"/ws/watch/{stage.session.id}/")
-    assert (await player.connect(WAIT))[0]
-    assert (await watcher.connect(WAIT))[0]
-    while (await _json(player, "status")).get("viewers") != 1:
-        pass
+    player, watcher = await _player_and_watcher(stage)
     group = session_group(stage.session.id)
     layer = get_channel_layer()
     partial = {"type": "session.say", "speaker": "Old Tom", "text": "Hmph. The", "partial": True}
@@ -690,12 +691,7 @@ async def test_partial_replies_and_who_wrote_them_reach_the_player_and_spectator
 
 async def test_the_talk_replayed_to_a_returning_player_reaches_only_them(worker_slots):
     stage = await _stage(worker_slots, **CHARACTER)
-    player = _socket(stage.play_path, stage.key)
-    watcher = _socket(f"/ws/watch/{stage.session.id}/")
-    assert (await player.connect(WAIT))[0]
-    assert (await watcher.connect(WAIT))[0]
-    while (await _json(player, "status")).get("viewers") != 1:
-        pass
+    player, watcher = await _player_and_watcher(stage)
     group, layer = session_group(stage.session.id), get_channel_layer()
     replay = {"type": "session.say", "speaker": "Old Tom", "text": "Hmph.", "history": 0}
     await layer.group_send(group, {**replay, "only_slot": 0})
