@@ -4,8 +4,12 @@ from django.urls import include, path, re_path
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from gallery.views import favicon
+
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Browsers ask for it on every page whatever the pages link to (it was a 404 each time).
+    path("favicon.ico", favicon),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Each app owns its URLconf (pages and /api/ routes both).

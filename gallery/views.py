@@ -8,6 +8,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
@@ -180,3 +181,9 @@ def server_error(request: HttpRequest) -> HttpResponse:
         "<!doctype html><title>Server error</title><h1>Something went wrong</h1>",
         status=500,
     )
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for whatever the pages link to (it was a 404 on every
+    page): the icon the pages link, looked up per request (a hashed name after collectstatic)."""
+    return redirect(static("img/favicon.svg"), permanent=True)

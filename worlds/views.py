@@ -125,7 +125,7 @@ def _announce(request: HttpRequest, world: World) -> None:
     if world.status == WorldStatus.IN_REVIEW:
         messages.warning(request, "Your world is waiting for a moderator before it goes public.")
     elif world.is_public:
-        messages.success(request, f"“{world.title}” is live.")
+        messages.success(request, f"“{world.title}” is published.")  # "live" is a category
     else:
         messages.info(request, "Saved as a draft.")
 

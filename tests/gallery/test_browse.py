@@ -125,3 +125,10 @@ def test_a_nul_byte_in_a_url_is_a_bad_request_not_a_server_error(client, db, url
     response = client.get(url)
     assert response.status_code == 400
     assert b"NUL" in response.content
+
+
+def test_every_page_has_an_icon_and_favicon_ico_finds_it(client, db):
+    page = client.get("/").content.decode()
+    assert 'rel="icon"' in page and "img/favicon.svg" in page
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith("img/favicon.svg")
