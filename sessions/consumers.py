@@ -47,11 +47,6 @@ from worlds.models import Category
 from worlds.moderation import policy
 
 log = logging.getLogger(__name__)
-INTERNAL_ERROR = {
-    "type": "error",
-    "code": "internal",
-    "message": "That message could not be handled.",
-}
 
 QUEUE_POLL_S = 1.0
 WATCHDOG_S = 5.0
@@ -144,7 +139,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             # A message no rule foresaw must not kill the socket's task: that skips disconnect(),
             # so the seat stays held (keys still pressed) and the viewer count never goes down.
             log.exception("session %s: message failed", self.session_id)
-            await self.send_json(INTERNAL_ERROR)
+            internal = ProtocolError("internal", "That message could not be handled.")
+            await self.send_json(internal.as_message())
 
     async def send_json(self, message: dict) -> None:
         await self.send(text_data=json.dumps(message))

@@ -475,12 +475,11 @@ class Error(Message):
 
     @classmethod
     def from_message(cls, body: dict) -> Error:
-        seq = body.get("seq")
         return cls(
             _str(body.get("code")),
             _str(body.get("message")),
             _slot(body.get("slot")),
-            _int(seq) if seq is not None else -1,
+            _int(body.get("seq"), default=-1),
         )
 
 
