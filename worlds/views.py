@@ -77,13 +77,16 @@ def _world_form_page(
             if not cache.add(key, 0, SUBMIT_KEEP_S):
                 form.add_error(None, "This form was already sent and is still being saved.")
                 return render_form(request, "worlds/form.html", {"form": form, **context})
+        world = None
         try:
             with transaction.atomic():
                 world = _publish_as_asked(save(form), request.user, form.cleaned_data["visibility"])
         except ValidationError as exc:
-            cache.delete(key)  # fixed and sent again, the same form may go through
             form.add_error(None, exc)
-        else:
+        finally:
+            if world is None:  # refused or failed (a rate limit too): sent again, it may go through
+                cache.delete(key)
+        if world is not None:
             cache.set(key, world.pk, SUBMIT_KEEP_S)
             _announce(request, world)
             return redirect(world)

@@ -244,3 +244,13 @@ def test_a_suspended_creator_cannot_publish_and_nothing_is_saved(owner_client, o
     page = owner_client.post("/publish/", FORM)
     assert page.status_code == 403
     assert not World.objects.exists()  # the draft made before the refused publish is undone
+
+
+def test_a_form_refused_by_a_rate_limit_can_be_sent_again_later(owner_client, settings):
+    settings.WORLDS_CREATED_PER_HOUR = 0
+    submit_id = owner_client.get("/publish/").context["submit_id"]
+    assert owner_client.post("/publish/", FORM | {"submit_id": submit_id}).status_code == 429
+    settings.WORLDS_CREATED_PER_HOUR = 1000
+    # the first sending failed: the same form page goes through, not "still being saved"
+    assert owner_client.post("/publish/", FORM | {"submit_id": submit_id}).status_code == 302
+    assert World.objects.count() == 1
