@@ -206,6 +206,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 "choice_id": choices.choice_id,
                 "options": list(choices.options),
                 "story": list(choices.story),
+                "chosen": list(choices.chosen),
                 "votes": list(choices.votes),
                 "audience": list(choices.audience),
                 "closes_in": choices.closes_in,
@@ -603,6 +604,8 @@ class WatchConsumer(SessionConsumer):
         offer = await sync_to_async(cache.get)(_choices_key(self.session_id))
         if offer:
             await self.session_choices(offer)  # the pair on offer now, not only the next one
+        if self.session.world_version.category == Category.CHARACTERS:
+            await self._ask_for_talk()
         self.viewers = await sync_to_async(_viewers_add)(self.session_id, 1)
         await database_sync_to_async(services.session_record_viewers)(
             session_id=self.session_id, viewers=self.viewers
@@ -625,6 +628,16 @@ class WatchConsumer(SessionConsumer):
             await self._vote(message)
             return
         raise ProtocolError("read_only", "Spectators watch and vote; only players send inputs.")
+
+    async def _ask_for_talk(self) -> None:
+        """The worker sends this socket the talk so far (a spectator who comes late, or
+        reloads, would see an empty chat beside players mid-conversation)."""
+        worker = await sync_to_async(
+            worker_client.get_placement().worker_of, thread_sensitive=False
+        )(str(self.session_id))
+        if worker is not None:
+            watch = m.Watch(session_id=str(self.session_id), channel=self.channel_name)
+            await worker_client.send(worker, watch)
 
     async def _vote(self, message: Vote) -> None:
         if self.session.world_version.category != Category.STORIES:

@@ -317,6 +317,7 @@ class Story:
     options: tuple[Option, ...] = ()  # the pair on offer, empty between a pick and the next
     summary: str = ""  # rolling summary of the lines older than the recent ones
     labels: tuple[str, ...] = ()  # labels of the last RECENT_PICKS picks, oldest first
+    chosen: tuple[str, ...] = ()  # the option picked before each line after the opening
 
     @property
     def recent_lines(self) -> tuple[str, ...]:
@@ -338,6 +339,7 @@ class Story:
             "options": options,
             "summary": self.summary,
             "labels": list(self.labels),
+            "chosen": list(self.chosen),
         }
 
 
@@ -388,16 +390,19 @@ def story_pick(story: Story, choice_id: str, option: int) -> tuple[Story, Option
         labels=(*story.labels, picked.label)[-RECENT_PICKS:],
     )
     # A generated option is narrated after the pick (narrator.py); a grammar beat carries its own.
-    return (story_narrated(after, picked.narration) if picked.narration else after), picked
+    if picked.narration:
+        return story_narrated(after, picked.narration, picked.label), picked
+    return after, picked
 
 
-def story_narrated(story: Story, line: str) -> Story:
-    """The story with one more line; the line that leaves the recent window joins the summary."""
+def story_narrated(story: Story, line: str, chosen: str = "") -> Story:
+    """The story with one more line, told after the option `chosen`; the line that leaves the
+    recent window joins the summary."""
     lines = (*story.lines, _clip(_clean(line), MAX_LINE_CHARS))
     summary = story.summary
     if len(lines) > 1 + STORY_RECENT_LINES:
         summary = rolling_summary(summary, lines[-STORY_RECENT_LINES - 1])
-    return replace(story, lines=lines, summary=summary)
+    return replace(story, lines=lines, summary=summary, chosen=(*story.chosen, chosen))
 
 
 def rolling_summary(summary: str, line: str, limit: int = SUMMARY_CHARS) -> str:
@@ -412,10 +417,13 @@ def rolling_summary(summary: str, line: str, limit: int = SUMMARY_CHARS) -> str:
 
 
 def choices_message(story: Story) -> dict:
+    """The pair on offer and the last lines of the story, each with the option picked before it
+    ("" for the opening)."""
     return {
         "choice_id": story.choice_id,
         "options": [o.label for o in story.options],
         "story": list(story.lines[-STORY_LINES_SHOWN:]),
+        "chosen": list(("", *story.chosen)[-STORY_LINES_SHOWN:]),
     }
 
 
@@ -832,6 +840,16 @@ def begin(
     return None
 
 
+def _chosen(meta: dict) -> tuple[str, ...]:
+    """The picks before the lines after the opening; a snapshot from before they were kept has
+    none, and its older lines get "" (nobody knows what was picked)."""
+    after_opening = max(0, len(meta["lines"]) - 1)
+    chosen = (
+        tuple(str(c) for c in meta.get("chosen") or [])[-after_opening:] if after_opening else ()
+    )
+    return ("",) * (after_opening - len(chosen)) + chosen
+
+
 def from_meta(meta) -> Story | Character | None:
     """Rebuild a state from `to_meta()`; anything unreadable gives None (the world still plays)."""
     if not isinstance(meta, dict):
@@ -857,6 +875,7 @@ def from_meta(meta) -> Story | Character | None:
                 options=options,
                 summary=str(meta.get("summary") or ""),
                 labels=tuple(str(label) for label in meta.get("labels") or []),
+                chosen=_chosen(meta),
             )
         if meta.get("kind") == "character":
             return Character(

@@ -6,10 +6,12 @@ prompt example (``stories.OPTIONS_PREFIX``, ``stories.NARRATION_PREFIX``, the de
     .venv/bin/python -m inference.narrative.evaluate --story-model smollm2 --json var/narr.json
 
 Measures: option pairs the model wrote whole (parsed, valid, screened), distinct pairs, repeats
-over 10 picks, grounding accuracy (labelled options -> the event a pick should cause),
-in-character rate (a reply's MiniLM similarity to its own persona above every other persona),
-in-character refusal of harmful asks, and latency p50/p99 for a pair, the first token and a
-whole reply. One process, one thread, as the worker's runner runs them.
+over 10 picks, pairs whose options change the world two ways, picks that change it as the last
+one did, narrations the model wrote and narrations that tell the pick's event (their nearest
+event, as ``grounding`` reads it), grounding accuracy (labelled options -> the event a pick
+should cause), in-character rate (a reply's MiniLM similarity to its own persona above every
+other persona), in-character refusal of harmful asks, and latency p50/p99 for a pair, the first
+token and a whole reply. One process, one thread, as the worker's runner runs them.
 """
 
 from __future__ import annotations
@@ -165,6 +167,7 @@ def similar(a: str, b: str) -> bool:
 
 def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> dict:
     offers = written = distinct = repeats = picked_total = 0
+    two_events = same_event_running = narrated_by_model = tells_event = 0
     pair_time = Timing()
     backends: dict[str, int] = {}
     rng = np.random.default_rng(seed)
@@ -172,6 +175,7 @@ def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> d
         story = engine.story_start(opening, world)
         world = dict(world)
         chosen: list[str] = []
+        last_event = None
         for _ in range(picks):
             started = time.monotonic()
             answer = narrator.offer(story, world, seed, time.monotonic() + 30.0)
@@ -182,19 +186,30 @@ def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> d
             written += answer.backend not in (GRAMMAR,) and "+" not in answer.backend
             labels = [o.label for o in story.options]
             distinct += len(labels) == 2 and not similar(labels[0], labels[1])
+            two_events += len({o.event for o in story.options}) == 2
             choice = int(rng.integers(2))
             picked = story.options[choice]
             repeats += any(similar(picked.label, earlier) for earlier in chosen)
+            same_event_running += picked.event == last_event
             chosen.append(picked.label)
+            last_event = picked.event
             picked_total += 1
             story, picked = engine.story_pick(story, story.choice_id, choice)
-            story = narrator.narrate(story, picked, world, time.monotonic() + 30.0).state
             world = engine.apply_to_description(world, picked.event)
+            told = narrator.narrate(story, picked, world, time.monotonic() + 30.0)
+            story = told.state
+            narrated_by_model += told.backend != GRAMMAR
+            # The line is about the pick's event: its own nearest event, whatever the world.
+            tells_event += grounding.ground(story.lines[-1], None) == picked.event
     return {
         "pairs": offers,
         "pairs_written_by_model": written / offers,
         "pairs_distinct": distinct / offers,
         "repeats_over_10_picks": repeats / picked_total,
+        "pairs_two_events": two_events / offers,
+        "same_event_twice_running": same_event_running / picked_total,
+        "narrations_by_model": narrated_by_model / picked_total,
+        "narration_tells_event": tells_event / picked_total,
         "pair_p50_s": pair_time.p(50),
         "pair_p99_s": pair_time.p(99),
         "backends": backends,
@@ -263,6 +278,10 @@ def markdown(rows: list[dict]) -> str:
         ("pairs_written_by_model", "pairs parse", "{:.0%}"),
         ("pairs_distinct", "distinct", "{:.0%}"),
         ("repeats_over_10_picks", "repeats/10 picks", "{:.0%}"),
+        ("pairs_two_events", "pairs of 2 events", "{:.0%}"),
+        ("same_event_twice_running", "same event twice running", "{:.0%}"),
+        ("narrations_by_model", "narrated by model", "{:.0%}"),
+        ("narration_tells_event", "narration tells event", "{:.0%}"),
         ("grounding_accuracy", "grounding", "{:.0%}"),
         ("in_character_rate", "in character", "{:.0%}"),
         ("refusal_rate", "refusals", "{:.0%}"),
@@ -275,7 +294,8 @@ def markdown(rows: list[dict]) -> str:
     ]
     out = ["| " + " | ".join(c[1] for c in cols) + " |", "|" + " --- |" * len(cols)]
     for row in rows:
-        out.append("| " + " | ".join(fmt.format(row[key]) for key, _, fmt in cols) + " |")
+        cells = (fmt.format(row[key]) if key in row else "–" for key, _, fmt in cols)
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
@@ -286,6 +306,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chat-model", choices=("smollm2", "gemma"))
     parser.add_argument("--picks", type=int, default=10)
     parser.add_argument("--json", help="write the results here too")
+    parser.add_argument("--stories-only", action="store_true", help="skip the characters")
     args = parser.parse_args(argv)
     config = NarrativeConfig.from_env()
     overrides = {
@@ -302,9 +323,10 @@ def main(argv: list[str] | None = None) -> None:
         name = f"embedded: stories {config.story_model}, chat {config.chat_model}"
     row = {"backend": name, **evaluate_grounding()}
     row.update(evaluate_stories(narrator, picks=args.picks))
-    row.update(evaluate_characters(narrator))
+    if not args.stories_only:
+        row.update(evaluate_characters(narrator))
     print(markdown([row]))
-    print(json.dumps({k: row[k] for k in ("backends", "replies_about_being_a_model")}))
+    print(json.dumps({k: row[k] for k in ("backends", "replies_about_being_a_model") if k in row}))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(row, fh, indent=2)

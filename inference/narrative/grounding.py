@@ -58,17 +58,26 @@ def _exemplars() -> tuple[tuple[Event, ...], tuple[str, ...]]:
     return tuple(events), tuple(texts)
 
 
-def ground_many(labels: list[str], world: dict) -> list[tuple[Event, float]]:
-    """For each option, the event it most likely causes and that similarity (0..1)."""
+def ground_many(
+    labels: list[str], world: dict | None, exclude: frozenset[Event] = frozenset()
+) -> list[tuple[Event, float]]:
+    """For each option, the event it most likely causes and that similarity (0..1); with no
+    `world`, any event (what a told line is about, whatever the world is now). An event in
+    `exclude` is never chosen, and an option naming a creature excluded grounds nowhere (0)."""
     if not labels:
         return []
     events, texts = _exemplars()
     vecs = text_encoder.embed([*labels, *texts])
     sims = vecs[: len(labels)] @ vecs[len(labels) :].T  # (labels, exemplars)
-    blocked = np.array([changes_nothing(e, world) for e in events])
+    blocked = np.array(
+        [e in exclude or (world is not None and changes_nothing(e, world)) for e in events]
+    )
     out = []
     for i, label in enumerate(labels):
-        named = [c for c, pattern in _CREATURE_WORDS.items() if pattern.search(label)]
+        named = creatures_named(label)
+        if named and ("creature", named[0]) in exclude:
+            out.append((("creature", named[0]), 0.0))  # "follow the fox" is the fox or nothing
+            continue
         row = np.where(blocked, -np.inf, sims[i])
         if named:  # "Follow the fox" means the fox, whatever else is near
             row = np.where([e == ("creature", named[0]) for e in events], row + 0.5, row)
@@ -77,5 +86,9 @@ def ground_many(labels: list[str], world: dict) -> list[tuple[Event, float]]:
     return out
 
 
-def ground(label: str, world: dict) -> Event:
+def creatures_named(text: str) -> list[str]:
+    return [c for c, pattern in _CREATURE_WORDS.items() if pattern.search(text)]
+
+
+def ground(label: str, world: dict | None) -> Event:
     return ground_many([label], world)[0][0]

@@ -101,13 +101,15 @@ class Narrator:
         line = ""
         if lm is not None:
             try:
-                line = stories.narrate(lm, story, picked, deadline=deadline, screen=self.screen)
+                line = stories.narrate(
+                    lm, story, picked, world, deadline=deadline, screen=self.screen
+                )
                 self._succeeded(lm)
             except Exception as exc:
                 self._failed(lm, exc)
         backend = lm.name if line and lm is not None else GRAMMAR
         line = line or stories.grammar_narration(picked, world)
-        return Answer(engine.story_narrated(story, line), backend)
+        return Answer(engine.story_narrated(story, line, picked.label), backend)
 
     # --- characters ------------------------------------------------------------------------
     def reply(

@@ -25,8 +25,10 @@ from inference.world import text as text_encoder
 
 MAX_OPTION_WORDS = 12
 ATTEMPTS = 3  # completions tried for a pair before the grammar fills in
+NARRATION_ATTEMPTS = 2  # narrations tried before the grammar tells the pick
 GRAMMAR_DRAWS = 4  # grammar pairs drawn at most while screening refuses their options
 SIMILAR = 0.86  # MiniLM similarity at which two options count as the same
+LM_BEAT = "lm:"  # a written option's beat: "lm:<kind>:<value>" of its event
 # Below this similarity to its nearest event exemplar an option causes nothing the engine
 # knows: it is dropped rather than offered with a change it does not describe.
 MIN_GROUNDED = 0.35
@@ -120,30 +122,35 @@ def offer(
     base_seed = zlib.crc32(f"{seed}:{index}:{story_context(story)}".encode()) & 0x7FFFFFFF
     options: list[engine.Option] = []  # accepted, in order
     recent = list(story.labels)
+    # Each option changes the world its own way, and not as the last pick just did.
+    used_events = {_picked_event(story)}
     prompt = options_prompt(story, world)
     for attempt in range(ATTEMPTS):
         if len(options) == 2 or _late(deadline):
             break
         sampling = replace(OPTION_SAMPLING, seed=base_seed + attempt)
         text = wording.read_stream(lm.complete(prompt, sampling), deadline=deadline)
-        labels = [label for label in parse_options(text) if valid_option(label)]
-        for label, (event, similarity) in zip(labels, grounding.ground_many(labels, world),
-                                              strict=True):  # fmt: skip
+        for label in (label for label in parse_options(text) if valid_option(label)):
+            if len(options) == 2:
+                break
+            # Each grounded to its nearest change not taken: two options that both read as
+            # "a deer" make the second one's next nearest, where it is near enough.
+            ((event, similarity),) = grounding.ground_many([label], world, frozenset(used_events))
             taken = [o.label for o in options]
-            if len(options) < 2 and similarity >= MIN_GROUNDED and _fresh(label, taken + recent):
-                if screen(label):
-                    options.append(_option(label, event))
+            if similarity >= MIN_GROUNDED and _fresh(label, taken + recent) and screen(label):
+                options.append(_option(label, event))
+                used_events.add(event)
     written = len(options) == 2
     if not written:
-        options += _grammar_options(story, world, seed, options, recent, screen)
+        options += _grammar_options(story, world, seed, options, recent, screen, used_events)
     return replace(story, index=index, options=tuple(options[:2])), written
 
 
-def _grammar_options(story, world, seed, options, recent, screen) -> list[engine.Option]:
-    """What the grammar adds to complete the pair: options screened like the model's and fresh
-    against what was written, drawn from further seeds while screening refuses some; failing
-    that a screened one that is not fresh, and last the templates as they are (text we wrote)
-    rather than fewer than two options."""
+def _grammar_options(story, world, seed, options, recent, screen, used_events):
+    """What the grammar adds to complete the pair: options screened like the model's, fresh
+    against what was written and changing the world another way, drawn from further seeds
+    while screening refuses some; failing that a screened one that is not fresh, and last the
+    templates as they are (text we wrote) rather than fewer than two options."""
     drawn: dict[str, engine.Option] = {}  # by label, in the order drawn
     passed: list[engine.Option] = []
     for k in range(GRAMMAR_DRAWS):
@@ -155,17 +162,31 @@ def _grammar_options(story, world, seed, options, recent, screen) -> list[engine
         if len(passed) >= 2:
             break
     added: list[engine.Option] = []
-    for pool, fresh in ((passed, True), (passed, False), (list(drawn.values()), False)):
+    tiers = ((passed, True, True), (passed, True, False), (passed, False, False),
+             (list(drawn.values()), False, False))  # fmt: skip
+    for pool, fresh, new_event in tiers:
         for option in pool:
             taken = [o.label for o in [*options, *added]]
             if len(options) + len(added) < 2 and option.label not in taken:
+                if new_event and option.event in used_events | {o.event for o in added}:
+                    continue
                 if not fresh or _fresh(option.label, taken + recent):
                     added.append(option)
     return added
 
 
 def _option(label: str, event: engine.Event) -> engine.Option:
-    return engine.Option(beat=f"lm:{event[0]}:{event[1]}", label=label, narration="", event=event)
+    return engine.Option(beat=f"{LM_BEAT}{event[0]}:{event[1]}", label=label, narration="",
+                         event=event)  # fmt: skip
+
+
+def _picked_event(story: engine.Story) -> engine.Event | None:
+    """The event of the last pick, where it was a written option (a grammar beat's own
+    freshness rules keep it from coming straight back)."""
+    if story.picks and story.picks[-1].startswith(LM_BEAT):
+        kind, _, value = story.picks[-1].removeprefix(LM_BEAT).partition(":")
+        return kind, value
+    return None
 
 
 def _fresh(label: str, others: list[str]) -> bool:
@@ -187,22 +208,39 @@ def narrate(
     lm: LanguageModel,
     story: engine.Story,
     picked: engine.Option,
+    world: dict,
     *,
     deadline: float,
     screen: wording.Screen = wording.allow_all,
 ) -> str:
-    """One sentence telling what the pick did (its event included); "" when the model gave
-    nothing usable in time (the caller falls back to the grammar's line)."""
+    """One sentence telling what the pick did (its event included) in the `world` after it; ""
+    when the model gave nothing usable in time (the caller falls back to the grammar's line)."""
     prompt = (
         f"{NARRATION_PREFIX}\nStory: {story_context(story)}\nChoice: {picked.label}\n"
         f"Then: {engine.told(picked.event)}\nNarration:"
     )
     seed = zlib.crc32(f"{picked.label}:{len(story.lines)}".encode()) & 0x7FFFFFFF
-    text = wording.read_stream(
-        lm.complete(prompt, replace(NARRATION_SAMPLING, seed=seed)), deadline=deadline
-    )
-    line = wording.trim_to_sentences(text, max_chars=engine.MAX_LINE_CHARS, max_sentences=1)
-    return line if line and screen(line) else ""
+    for attempt in range(NARRATION_ATTEMPTS):
+        if _late(deadline):
+            break
+        sampling = replace(NARRATION_SAMPLING, seed=seed + attempt)
+        text = wording.read_stream(lm.complete(prompt, sampling), deadline=deadline)
+        line = wording.trim_to_sentences(text, max_chars=engine.MAX_LINE_CHARS, max_sentences=1)
+        if line and tells(line, picked.event, world) and _fresh(line, list(story.recent_lines)):
+            if screen(line):
+                return line
+    return ""
+
+
+def tells(line: str, event: engine.Event, world: dict) -> bool:
+    """Whether a narrated line tells what the world shows: it is about the pick's event (its
+    nearest event is that one) and names no creature the world does not have. A small model
+    often tells of something else ("a fox watches you" where a deer came), and the player
+    would see the story and the world disagree."""
+    if grounding.ground(line, None) != event:
+        return False
+    present = set(world.get("creatures") or [])
+    return all(c in present for c in grounding.creatures_named(line))
 
 
 def grammar_narration(picked: engine.Option, world: dict) -> str:

@@ -244,6 +244,20 @@ class Say(Message):
 
 
 @dataclass(frozen=True)
+class Watch(Message):
+    """A spectator's socket connected: the worker sends the talk so far to that ``channel``
+    alone (a player seated again gets it through their seat, see ``Line``)."""
+
+    TYPE = "session.watch"
+    session_id: str
+    channel: str
+
+    @classmethod
+    def from_message(cls, body: dict) -> Watch:
+        return cls(_str(body.get("session_id")), _str(body.get("channel"))[:200])
+
+
+@dataclass(frozen=True)
 class Detach(Message):
     """A player's socket closed: pause their camera for the reconnect grace."""
 
@@ -295,9 +309,9 @@ class Probe(Message):
         return cls(_str(body.get("nonce")))
 
 
-InboxMessage = Attach | Input | Prompt | Choose | Vote | Say | Detach | Unseat | End | Probe
+InboxMessage = Attach | Input | Prompt | Choose | Vote | Say | Watch | Detach | Unseat | End | Probe
 _INBOX: dict[str, type] = {
-    m.TYPE: m for m in (Attach, Input, Prompt, Choose, Vote, Say, Detach, Unseat, End, Probe)
+    m.TYPE: m for m in (Attach, Input, Prompt, Choose, Vote, Say, Watch, Detach, Unseat, End, Probe)
 }
 
 
@@ -389,9 +403,9 @@ class Event(Message):
 
 @dataclass(frozen=True)
 class Choices(Message):
-    """The pair of story options on offer, the story so far (the opening first) and the votes:
-    players' and the audience's per option, and seconds until the vote closes (None: nobody
-    has voted yet)."""
+    """The pair of story options on offer, the story so far (the opening first) with the option
+    picked before each line ("" for the opening), and the votes: players' and the audience's per
+    option, and seconds until the vote closes (None: nobody has voted yet)."""
 
     TYPE = "session.choices"
     choice_id: str
@@ -401,12 +415,13 @@ class Choices(Message):
     audience: tuple[int, int] = (0, 0)
     closes_in: float | None = None
     picked: str = ""  # the option the last vote chose
+    chosen: tuple[str, ...] = ()  # aligned with `story`
 
     def to_message(self) -> dict[str, Any]:
         return {"type": self.TYPE, "choice_id": self.choice_id, "options": list(self.options),
                 "story": list(self.story), "votes": list(self.votes),
                 "audience": list(self.audience), "closes_in": self.closes_in,
-                "picked": self.picked}  # fmt: skip
+                "picked": self.picked, "chosen": list(self.chosen)}  # fmt: skip
 
     @classmethod
     def from_message(cls, body: dict) -> Choices:
@@ -419,6 +434,7 @@ class Choices(Message):
             _pair(body.get("audience")),
             _opt_float(closes),
             _str(body.get("picked")),
+            _strs(body.get("chosen")),
         )
 
 
@@ -445,8 +461,9 @@ class Line(Message):
     text: str
     partial: bool = False
     slot: int = -1
-    # The talk so far, replayed to one seat that (re)joined: ``history`` is the line's place in
-    # it (-1: a line said now), ``only_slot`` the seat it is for (-1: everyone).
+    # The talk so far, replayed to one seat that (re)joined (or to a spectator's channel alone):
+    # ``history`` is the line's place in it (-1: a line said now), ``only_slot`` the seat it is
+    # for (-1: everyone).
     history: int = -1
     only_slot: int = -1
 

@@ -277,6 +277,8 @@ class InferenceWorker:
             self._on_vote(session, message)
         elif isinstance(message, m.Unseat):
             self._on_unseat(session, message.slot)
+        elif isinstance(message, m.Watch):
+            self._spawn(self._replay_talk(session, channel=message.channel))
         elif (camera := session.cameras.get(message.slot)) is None:
             log.debug("worker %s: %s for an empty seat", self.name, message.TYPE)
         elif isinstance(message, m.Input):
@@ -631,22 +633,40 @@ class InferenceWorker:
                     session.narrative, greeting = narrative.character_greet(state)
                     await self._send(session.session_id, m.Line(speaker=state.name, text=greeting))
                     await self._preread(session)
-                elif isinstance(state, narrative.Character) and camera is not None:
+                elif camera is not None:
                     # a reload or a newcomer found an empty chat (the page keeps no talk)
-                    talk = narrative.character_transcript(state)
-                    alone = len(session.cameras) == 1  # then every player line was theirs
-                    for i, (speaker, text) in enumerate(talk):
-                        mine = alone and speaker == narrative.PLAYER_SPEAKER
-                        line = m.Line(
-                            camera.name if mine else speaker,
-                            text,
-                            slot=camera.slot if mine else -1,
-                            history=i,
-                            only_slot=camera.slot,
-                        )
-                        await self._send(session.session_id, line)
+                    await self._replay_talk(session, camera=camera)
             except Exception:
                 log.exception("worker %s: narrative of %s failed", self.name, session.session_id)
+
+    async def _replay_talk(
+        self, session: LiveSession, *, camera: Camera | None = None, channel: str = ""
+    ) -> None:
+        """The talk so far as the character remembers it, to one seated `camera` or to one
+        spectator's `channel`, each line marked with its place in it (``history``)."""
+        state = session.narrative
+        if not isinstance(state, narrative.Character):
+            return
+        lead = session.lead()
+        # With one player, every player line was theirs: it shows under their name and colour.
+        alone = lead if len(session.cameras) == 1 else None
+        for i, (speaker, text) in enumerate(narrative.character_transcript(state)):
+            theirs = alone is not None and speaker == narrative.PLAYER_SPEAKER
+            line = m.Line(
+                alone.name if theirs else speaker,
+                text,
+                slot=alone.slot if theirs else -1,
+                history=i,
+                only_slot=camera.slot if camera is not None else -1,
+            )
+            if camera is not None:
+                await self._send(session.session_id, line)
+            else:
+                try:
+                    await self.layer.send(channel, line.to_message())
+                except Exception:  # gone already, or not a channel at all
+                    log.info("worker %s: no talk replay to %r", self.name, channel[:80])
+                    return
 
     async def _preread(self, session: LiveSession) -> None:
         """While the player reads the greeting and types, the model reads the character's

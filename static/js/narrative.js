@@ -52,9 +52,17 @@
 
     function showChoices(msg) {
       if (!choices) return;
-      lines.replaceChildren(...(msg.story || []).map((text) => {
+      // Each line after the opening under the option that was picked before it.
+      const chosen = msg.chosen || [];
+      lines.replaceChildren(...(msg.story || []).map((text, i) => {
         const li = document.createElement("li");
-        li.textContent = text;
+        if (chosen[i]) {
+          const pick = document.createElement("span");
+          pick.className = "story-chosen";
+          pick.textContent = chosen[i];
+          li.append(pick);
+        }
+        li.append(document.createTextNode(text));
         return li;
       }));
       lines.scrollTop = lines.scrollHeight;

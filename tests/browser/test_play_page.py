@@ -101,6 +101,11 @@ def test_a_story_pick_by_key_grows_the_story_and_offers_a_new_pair(live_url, pag
     page.wait_for_selector(".story-option:not([disabled])")
     assert page.get_attribute("#story-choices", "data-choice") == "c2"
     assert len(set(first_pair)) == 2
+    # The new line is told under the option picked, shown apart from the narration.
+    told = page.locator("#story-lines li").nth(1)
+    assert told.locator(".story-chosen").text_content() == first_pair[1]
+    assert told.locator(".story-chosen").evaluate("e => getComputedStyle(e).display") == "block"
+    assert page.locator("#story-lines li").first.locator(".story-chosen").count() == 0
 
 
 def test_the_character_greets_and_answers_in_the_chat(live_url, page, request):
@@ -135,3 +140,19 @@ def test_the_character_greets_and_answers_in_the_chat(live_url, page, request):
     page.wait_for_timeout(1000)
     assert page.locator("#chat-log li").all_text_contents() == lines[:3]
     assert "chat-you" in page.locator("#chat-log li").nth(1).get_attribute("class")
+    # A spectator who comes now sees the same talk (it was an empty chat), the player's line
+    # under the player's name, not as their own.
+    session_id = page.get_attribute("#play", "data-session")
+    context = request.getfixturevalue("chromium").new_context(
+        viewport={"width": 1280, "height": 900}
+    )
+    try:
+        watcher = context.new_page()
+        watcher.goto(f"{live_url}/watch/{session_id}/")
+        watcher.wait_for_function(
+            "document.querySelectorAll('#chat-log li').length >= 3", timeout=60_000
+        )
+        assert watcher.locator("#chat-log li").all_text_contents() == lines[:3]
+        assert "chat-you" not in watcher.locator("#chat-log li").nth(1).get_attribute("class")
+    finally:
+        context.close()

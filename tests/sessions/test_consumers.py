@@ -596,6 +596,25 @@ async def test_the_worker_gets_the_character_card_and_a_line(worker_slots):
     assert error["code"] == "unsupported"  # no story to pick from
 
 
+async def test_a_spectator_of_a_character_is_sent_the_talk_so_far_alone(worker_slots):
+    # a spectator who came late (or reloaded) saw an empty chat beside a conversation
+    stage = await _stage(worker_slots, **CHARACTER)
+    layer = get_channel_layer()
+    async with Inbox(layer, worker_channel(stage.worker)) as inbox:
+        player = await _connected(stage, inbox)
+        watcher = _socket(f"/ws/watch/{stage.session.id}/")
+        assert (await watcher.connect(WAIT))[0]
+        watch = await inbox.next("session.watch")
+        # The worker answers that channel alone, as it does (test_worker_narrative.py).
+        replay = {"type": "session.say", "speaker": "Old Tom", "text": "Hmph.", "history": 0}
+        await layer.send(watch["channel"], replay)
+        seen = await _json(watcher, "say")
+        await watcher.disconnect()
+        await player.disconnect()
+    assert watch["session_id"] == str(stage.session.id)
+    assert seen == {"type": "say", "speaker": "Old Tom", "text": "Hmph.", "history": 0}
+
+
 async def test_a_game_world_takes_no_picks_or_dialogue(worker_slots):
     stage = await _stage(worker_slots)
     async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
@@ -657,6 +676,7 @@ async def test_choices_and_lines_reach_the_player_and_spectators_but_errors_only
     await watcher.disconnect()
     await player.disconnect()
     counts = {"votes": [0, 0], "audience": [0, 0], "closes_in": None, "voted": None, "picked": ""}
+    counts["chosen"] = []  # the worker's message named no picks
     said = {"type": "say", "speaker": "player", "text": "hi", "slot": 0}
     expected = [{"type": "choices", **choices, **counts}, {**said, "you": True}]
     # Only the player's own line is "you" to them; the spectator sits nowhere.

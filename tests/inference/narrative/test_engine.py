@@ -212,6 +212,25 @@ def test_a_pick_appends_its_narration_and_a_stale_pick_is_refused():
     assert narrative.choices_message(following)["story"][-1] == picked.narration
 
 
+def test_each_line_of_the_story_keeps_the_option_picked_before_it():
+    story = narrative.story_offer(narrative.story_start(OPENING, BEACH), BEACH, seed=11)
+    story, first = narrative.story_pick(story, "c1", 0)
+    story = narrative.story_narrated(story, "The gulls scatter as you row out.", "Row out")
+    message = narrative.choices_message(story)
+    assert message["story"] == [OPENING, first.narration, "The gulls scatter as you row out."]
+    assert message["chosen"] == ["", first.label, "Row out"]
+    assert narrative.from_meta(story.to_meta()) == story
+    # A snapshot from before the picks were kept: its lines come back with no pick named.
+    old = {k: v for k, v in story.to_meta().items() if k != "chosen"}
+    assert narrative.choices_message(narrative.from_meta(old))["chosen"] == ["", "", ""]
+    # Only the last lines are sent, each still beside its own pick.
+    for n in range(narrative.STORY_LINES_SHOWN):
+        story = narrative.story_narrated(story, f"Line {n}.", f"Pick {n}")
+    message = narrative.choices_message(story)
+    assert len(message["story"]) == len(message["chosen"]) == narrative.STORY_LINES_SHOWN
+    assert (message["story"][-1], message["chosen"][-1]) == (f"Line {n}.", f"Pick {n}")
+
+
 def test_a_story_survives_its_snapshot_meta():
     story = narrative.story_offer(narrative.story_start(OPENING, BEACH), BEACH, seed=11)
     assert narrative.from_meta(story.to_meta()) == story

@@ -4,6 +4,7 @@ openai backend against a real llama_cpp.server, and the grammar whenever a model
 import re
 import time
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -70,19 +71,69 @@ def test_the_model_offers_two_distinct_short_options_each_grounded_to_a_change(n
 
 def test_picks_are_narrated_and_later_options_do_not_repeat_them(narrator):
     story, world = engine.story_start(OPENING, BEACH), dict(BEACH)
-    picked_labels = []
-    for i in range(4):
+    picked_labels, last_event = [], None
+    for i in range(5):
         story = narrator.offer(story, world, 5, soon()).state
         labels = [o.label.lower() for o in story.options]
         assert not set(labels) & set(picked_labels)
+        # Two ways to change the world, neither the change the last pick just made.
+        events = [o.event for o in story.options]
+        assert len(set(events)) == 2 and last_event not in events, events
         story, picked = engine.story_pick(story, story.choice_id, i % 2)
         picked_labels.append(picked.label.lower())
+        last_event = picked.event
         before = len(story.lines)
+        world = engine.apply_to_description(world, picked.event)  # as the worker: applied first
         story = narrator.narrate(story, picked, world, soon()).state
-        world = engine.apply_to_description(world, picked.event)
         assert len(story.lines) == before + (0 if picked.narration else 1)
-        assert story.lines[-1].endswith((".", "!", "?", "…"))
+        line = story.lines[-1]
+        assert line.endswith((".", "!", "?", "…"))
+        assert story.chosen[-1] == picked.label
+        # The line tells what the world now shows: the model's line is about the pick's event,
+        # and where it was not, the grammar's says so outright.
+        assert grounding.ground(line, None) == picked.event or engine.told(picked.event) in line
     assert [label.lower() for label in story.labels] == picked_labels
+
+
+class ScriptedLM:
+    """Answers every completion with the next of its lines, to try what the narrator keeps."""
+
+    name = "embedded:scripted"
+
+    def __init__(self, *lines):
+        self.lines = list(lines)
+
+    def complete(self, prompt, sampling):
+        yield self.lines.pop(0) if self.lines else ""
+
+    def chat(self, messages, sampling, prefill=""):
+        yield ""
+
+
+def test_a_narration_that_tells_of_another_change_or_an_absent_creature_is_not_kept():
+    story = engine.story_start(OPENING, BEACH)
+    picked = engine.Option("lm:creature:deer", "Walk up the dunes", "", ("creature", "deer"))
+    world = engine.apply_to_description(BEACH, picked.event)
+    story = replace(story, picks=(picked.beat,), labels=(picked.label,))
+    off_event = " The rain comes down hard on the sand."
+    absent = " A deer and a fox watch you from the dunes."
+    kept = " A deer steps out of the fog to watch you."
+    refused = stories.narrate(ScriptedLM(off_event, absent), story, picked, world, deadline=soon())
+    assert refused == ""
+    told = Narrator(ScriptedLM(off_event, absent), None).narrate(story, picked, world, soon())
+    assert told.backend == GRAMMAR
+    assert told.state.lines[-1] == "You walk up the dunes, and a deer appears on the shore."
+    line = stories.narrate(ScriptedLM(absent, kept), story, picked, world, deadline=soon())
+    assert line == kept.strip()  # the second try, about the deer alone
+
+
+def test_written_options_that_change_the_world_the_same_way_are_not_both_offered():
+    story = engine.story_start(OPENING, BEACH)
+    same = " Follow the deer tracks inland\n2. Watch the deer from the rocks\n"
+    answer = Narrator(ScriptedLM(same, same, same), None).offer(story, BEACH, 3, soon())
+    events = [o.event for o in answer.state.options]
+    assert events[0] == ("creature", "deer") and answer.state.options[0].label.startswith("Follow")
+    assert len(set(events)) == 2 and "+grammar" in answer.backend
 
 
 def test_every_option_shown_passed_screening(narrator):

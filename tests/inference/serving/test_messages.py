@@ -118,7 +118,7 @@ def test_each_type_is_defined_once():
         cls for cls in vars(m).values() if isinstance(cls, type) and issubclass(cls, m.Message)
     ]
     inbox = [cls.TYPE for cls in kinds if cls in m.InboxMessage.__args__]
-    assert len(inbox) == len(set(inbox)) == 10
+    assert len(inbox) == len(set(inbox)) == 11
     # "session.say" is the one type in both directions: a player's line in, a spoken line out.
     group = [
         cls.TYPE for cls in kinds if cls is not m.Message and cls not in m.InboxMessage.__args__

@@ -3,6 +3,7 @@ real engine): what the session group hears, and what the world does. The grammar
 (deterministic text to assert on); test_worker_language_model.py runs the same glue with the
 real language model."""
 
+import asyncio
 import uuid
 
 import pytest
@@ -205,6 +206,30 @@ async def test_a_player_who_comes_back_to_a_character_is_sent_the_talk_so_far(
         (CARD["name"], reply["text"], 2, 0),
     ]
     assert replay[1]["slot"] == 0
+
+
+async def test_a_spectator_is_sent_the_talk_so_far_on_their_channel_alone(worker, layer, placement):
+    session_id = str(uuid.uuid4())
+    async with GroupListener(layer, session_id) as listener:
+        await started(worker, placement, layer, listener, character_attach(session_id))
+        await listener.next(kind_is("session.say"))
+        line = {"type": "session.say", "session_id": session_id, "text": "who are you?"}
+        await send(layer, worker, line)
+        await listener.next(kind_is("session.say"))  # the echo
+        reply = await listener.next(kind_is("session.say"))
+        spectator = await layer.new_channel()
+        watch = {"type": "session.watch", "session_id": session_id, "channel": spectator}
+        await send(layer, worker, watch)
+        replay = [await asyncio.wait_for(layer.receive(spectator), 10) for _ in range(3)]
+        # Nothing of it went to the group: the players' chats are not replayed to them.
+        with pytest.raises(TimeoutError):
+            await listener.next(kind_is("session.say"), timeout=0.5)
+    said = [(m["speaker"], m["text"], m["history"], m["only_slot"]) for m in replay]
+    assert said == [
+        (CARD["name"], CARD["greeting"], 0, -1),
+        ("Player 1", "who are you?", 1, -1),  # the one player's line, by their name
+        (CARD["name"], reply["text"], 2, -1),
+    ]
 
 
 async def test_a_character_asked_for_rain_makes_it_rain(worker, layer, placement, engine):
