@@ -181,6 +181,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def session_event(self, event):
         result = m.Event.from_message(event)
+        if result.only_slot >= 0 and result.only_slot != self._seat_slot():
+            return  # the last answers, replayed to a player who (re)joined
         message = {
             "type": "event",
             "seq": result.seq,
@@ -193,6 +195,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         }
         if result.suggest:
             message["suggest"] = list(result.suggest)
+        if result.history >= 0:
+            message["history"] = result.history
         await self.send_json(message)
 
     async def session_choices(self, event):

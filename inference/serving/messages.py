@@ -384,6 +384,9 @@ class Event(Message):
     slot: int = 0
     suggest: tuple[str, ...] = ()
     text: str = ""  # what they typed (screened before it reached the world)
+    # The last answers replayed to one seat that (re)joined, as ``Line``'s talk so far.
+    history: int = -1
+    only_slot: int = -1
 
     def to_message(self) -> dict[str, Any]:
         return {**super().to_message(), "suggest": list(self.suggest)}
@@ -398,6 +401,8 @@ class Event(Message):
             _slot(body.get("slot")),
             _strs(body.get("suggest")),
             _str(body.get("text"))[:500],
+            _int(body.get("history"), default=-1),
+            _slot(body.get("only_slot"), default=-1),
         )
 
 

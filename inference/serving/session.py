@@ -67,6 +67,9 @@ class Ballot:
         return next(iter(self.players.values()), 0)
 
 
+EVENTS_REPLAYED = 12
+
+
 @dataclass
 class LiveSession:
     """One attached session's state on a worker (the world itself lives in the engine)."""
@@ -84,6 +87,9 @@ class LiveSession:
     ballot: Ballot = field(default_factory=Ballot)
     last_pick: str = ""  # the label of the option the last vote chose
     audience_tally_due: bool = False  # an audience vote's tally is waiting to go out
+    # The last answers to world events (messages.Event), for a player seated again: the page's
+    # events list is its own, and a reload emptied it.
+    recent_events: deque = field(default_factory=lambda: deque(maxlen=EVENTS_REPLAYED))
     # Live-category worlds: where the world is kept between sessions ("" for other worlds).
     persist_key: str = ""
 

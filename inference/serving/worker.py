@@ -344,6 +344,9 @@ class InferenceWorker:
             self._demand.set()
         await self._status(session.session_id, "live")
         await self._narrative_live(session, camera)  # the (re)connected player needs the choices
+        for i, event in enumerate(list(session.recent_events)):  # and what was done to the world
+            replayed = dataclasses.replace(event, history=i, only_slot=camera.slot)
+            await self._send(session.session_id, replayed)
 
     def _on_unseat(self, session: LiveSession, slot: int) -> None:
         camera = session.cameras.pop(slot, None)
@@ -846,6 +849,9 @@ class InferenceWorker:
         # The event answers go before the frames that show them (already buffered, so the
         # pacer never shows a frame from before an answer after the answer's event message).
         for session_id, event in outputs.events:
+            session = self.sessions.get(session_id)
+            if session is not None and isinstance(event, m.Event):
+                session.recent_events.append(event)
             await self._send(session_id, event)
         await self._send_frames(outputs.frames)
         for session_id in outputs.failed:

@@ -216,11 +216,20 @@
     return li;
   }
 
+  let replayingEvents = false; // the last events, sent when this socket (re)joined
+
   function onEvent(msg) {
     const mine = typeof msg.you === "boolean" ? msg.you
       : msg.slot === undefined || msg.slot === null || msg.slot === mySlot;
-    let li = mine ? pendingEvents.get(msg.seq) : null;
-    if (li) {
+    // A replay is shown only on an empty list (a reload), not again after a reconnect.
+    const replayed = typeof msg.history === "number";
+    if (replayed && msg.history === 0) replayingEvents = events.children.length === 0;
+    if (replayed && !replayingEvents) return;
+    let li = mine && !replayed ? pendingEvents.get(msg.seq) : null;
+    if (replayed) {
+      li = eventLine(msg.by || "Someone", msg.text || "changed the world", mine);
+      events.prepend(li);
+    } else if (li) {
       pendingEvents.delete(msg.seq);
       if (msg.by) li.querySelector(".event-by").textContent = msg.by;
     } else if (!mine) {

@@ -88,6 +88,25 @@ def test_pressing_keys_on_the_play_page_changes_the_canvas(play_world, live_url,
         assert moved != before
 
 
+def test_the_events_list_is_still_there_after_a_reload(play_world, live_url, page):
+    # the list was the page's own: a reload emptied it though the night it asked for stayed
+    page.goto(f"{live_url}/play/{play_world.slug}/")
+    page.wait_for_selector("#play[data-state='live']", timeout=120_000)
+    for text in ("night falls", "a flying saucer lands"):
+        page.fill("#prompt-text", text)
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#play-events li:not(.pending) >> text=" + text, timeout=60_000)
+    before = page.locator("#play-events li").all_text_contents()
+    classes = page.locator("#play-events li").evaluate_all("lis => lis.map(li => li.className)")
+    page.reload()
+    page.wait_for_function("document.querySelectorAll('#play-events li').length >= 2")
+    page.wait_for_timeout(1000)  # nothing more comes, and nothing twice
+    assert page.locator("#play-events li").all_text_contents() == before
+    assert before[0].startswith("Guest 1 a flying saucer lands")  # newest first, with why not
+    again = page.locator("#play-events li").evaluate_all("lis => lis.map(li => li.className)")
+    assert again == classes and "applied" in again[1] and "is-you" in again[1]
+
+
 def test_a_story_pick_by_key_grows_the_story_and_offers_a_new_pair(live_url, page, request):
     request.getfixturevalue("clean_placement")
     world = make_world(category="stories", story_opening="The boats are still out.")

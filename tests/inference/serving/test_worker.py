@@ -116,6 +116,31 @@ async def test_a_world_event_is_answered_applied_and_a_bad_one_refused(worker, l
     assert header[3] >= 3
 
 
+async def test_a_player_seated_again_is_sent_the_last_answers_to_world_events(
+    worker, layer, placement
+):
+    # the page's events list is its own: a reload emptied it while the world kept the changes
+    session_id = await start_session(layer, placement, worker)
+    async with GroupListener(layer, session_id) as listener:
+        await send(layer, worker, attach_message(session_id))
+        await listener.status("live")
+        for seq, text in ((1, "night falls"), (2, "a flying saucer lands")):
+            prompt = {"type": "session.prompt", "session_id": session_id, "seq": seq, "text": text}
+            await send(layer, worker, prompt)
+            await listener.next(lambda m, seq=seq: m["type"] == "session.event" and m["seq"] == seq)
+        await send(layer, worker, {"type": "session.detach", "session_id": session_id})
+        await send(layer, worker, attach_message(session_id))
+        replay = [
+            await listener.next(lambda m: m["type"] == "session.event" and m["history"] >= 0)
+            for _ in range(2)
+        ]
+    said = [(m["seq"], m["text"], m["status"], m["history"], m["only_slot"]) for m in replay]
+    assert said == [
+        (1, "night falls", "applied", 0, 0),
+        (2, "a flying saucer lands", "unsupported", 1, 0),
+    ]
+
+
 async def test_a_flood_of_world_events_is_the_senders_error_not_an_event(worker, layer):
     camera = Camera(session_id="s-flood", slot=2, name="P2")
     camera.events.extend((seq, "it snows") for seq in range(MAX_EVENTS_QUEUED))
