@@ -4,8 +4,10 @@ Options are a few-shot completion ("Story: … / World: … / Choices: 1. … 2.
 works the same on a base model (Gemma 3 270M) and an instruct one, and its fixed prefix stays in
 llama.cpp's prompt cache between calls. Each option is at most 12 words, distinct from the other
 and from recent picks, screened, and grounded to an engine event (``grounding.py``), so picking
-it visibly changes the world. What the model cannot supply in a few tries the grammar does
-(``engine.story_offer``), so a pair is always on offer.
+it visibly changes the world: the two options change it two ways, neither as the last pick did.
+A narration is kept only where it tells what the world then shows (``tells``). What the model
+cannot supply in a few tries the grammar does (``engine.story_offer``), so a pair is always on
+offer.
 
 The example stories in the prompt are kept apart from the evaluation's (``evaluate.py``).
 """
