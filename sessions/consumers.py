@@ -588,6 +588,8 @@ class PlayConsumer(SessionConsumer):
 class WatchConsumer(SessionConsumer):
     """A spectator's socket on a public session: read-only, counted in the viewers."""
 
+    category = ""  # the world's, set by _authorise
+
     @database_sync_to_async
     def _authorise(self):
         try:
@@ -601,6 +603,9 @@ class WatchConsumer(SessionConsumer):
                 return None, CLOSE_NOT_FOUND
         if not session.is_active:
             return None, CLOSE_ENDED
+        # Read here, in a thread: a moderator's session comes without its world version loaded,
+        # and the async handlers must not query.
+        self.category = session.world_version.category
         return session, None
 
     async def joined(self):
@@ -608,7 +613,7 @@ class WatchConsumer(SessionConsumer):
         offer = await sync_to_async(cache.get)(_choices_key(self.session_id))
         if offer:
             await self.session_choices(offer)  # the pair on offer now, not only the next one
-        if self.session.world_version.category == Category.CHARACTERS:
+        if self.category == Category.CHARACTERS:
             await self._ask_for_talk()
         self.viewers = await sync_to_async(_viewers_add)(self.session_id, 1)
         await database_sync_to_async(services.session_record_viewers)(
@@ -644,7 +649,7 @@ class WatchConsumer(SessionConsumer):
             await worker_client.send(worker, watch)
 
     async def _vote(self, message: Vote) -> None:
-        if self.session.world_version.category != Category.STORIES:
+        if self.category != Category.STORIES:
             raise ProtocolError("unsupported", "There is no story to vote on in this world.")
         worker = await sync_to_async(
             worker_client.get_placement().worker_of, thread_sensitive=False
