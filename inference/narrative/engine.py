@@ -548,7 +548,9 @@ TONES = {
 
 REPLIES: dict[str, tuple[str, ...]] = {
     "greeting": ("{open} Hello to you too, traveller.", "{open} Welcome to the {place}."),
-    "identity": ("{open} I'm {name}, {persona}", "{open} Name's {name}. {persona_cap}"),
+    # The persona inside a sentence of the character's own, never the card's sentence alone
+    # ("Name's Old Tom. A gruff marsh ferryman." read as a recital of the card).
+    "identity": ("{open} I'm {name}, {persona}", "{open} Name's {name}, {persona}"),
     "place": ("{open} We're {in_place}, {time_phrase}, with {weather_phrase}.",
               "{open} You're {in_place}. {creature_phrase}"),
     "weather": ("{open} {weather_sentence}", "{open} Look up: {weather_phrase}."),
@@ -788,7 +790,6 @@ def _reply_slots(character: Character, world: dict, event: Event | None, rng) ->
         "open": openers[int(rng.integers(len(openers)))],
         "name": character.name,
         "persona": persona,
-        "persona_cap": persona[:1].upper() + persona[1:],
         "place": place,
         "in_place": _in_place(world),
         "time_word": time_word,

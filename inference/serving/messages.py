@@ -389,7 +389,10 @@ class Event(Message):
     only_slot: int = -1
 
     def to_message(self) -> dict[str, Any]:
-        return {**super().to_message(), "suggest": list(self.suggest)}
+        body = {**super().to_message(), "suggest": list(self.suggest)}
+        if self.history < 0:  # an answer now: the form clients were built for
+            del body["history"], body["only_slot"]
+        return body
 
     @classmethod
     def from_message(cls, body: dict) -> Event:

@@ -264,6 +264,10 @@ def test_the_character_greets_with_its_card_and_answers_in_character():
     tom, who = narrative.character_reply(tom, BEACH, "who are you?", seed=5)
     assert "Old Tom" in who.text and "ferryman" in who.text
     assert who.event is None and tom.turn == 1
+    # Whichever way it answers, the card is never its own sentence (a recital, not a reply).
+    for seed in range(12):
+        _, again = narrative.character_reply(tom, BEACH, "who are you?", seed=seed)
+        assert TOM["persona"] not in again.text
     _, weather = narrative.character_reply(tom, BEACH, "what's the weather like?", seed=5)
     assert "fog" in weather.text.lower()  # the live world, not a canned line
     assert len(weather.text) <= narrative.MAX_REPLY_CHARS

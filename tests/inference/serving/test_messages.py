@@ -48,6 +48,7 @@ def test_every_inbox_message_survives_its_channel_layer_form(message):
         m.Status(state="live", fps=23.5, reason=None, worker="w1"),
         m.Event(seq=3, status="applied"),
         m.Event(seq=4, status="unsupported", reason="no", by="Ada", slot=2, suggest=("snow",)),
+        m.Event(seq=5, status="applied", by="Ada", slot=2, text="night", history=3, only_slot=0),
         m.Choices(choice_id="c1", options=("Wade in", "Turn back"), story=("It began.",)),
         m.Choices(choice_id="c1", options=("a", "b"), votes=(2, 1), audience=(0, 5), closes_in=9.5),
         m.Line(speaker="Ferryman", text="Well?"),
