@@ -306,6 +306,14 @@ def test_an_atmosphere_or_time_nothing_names_stays_the_default(engine, prompt, k
     engine.drop_world(wid)
 
 
+def test_a_single_word_names_a_time_of_day_but_no_atmosphere(engine):
+    # "at daybreak" is nearer a dusk name than a dawn one; "daybreak" alone is dawn at 0.80
+    assert ws.TIMES[engine.read_prompt("a quiet harbor at daybreak").time] == "dawn"
+    # "vine-choked" alone is nearest a sandstorm name: words say nothing of the atmosphere
+    reading = engine.read_prompt("a vine-choked jungle full of parrots")
+    assert ws.WEATHERS[reading.weather] == "clear"
+
+
 def test_a_bare_landform_names_no_second_biome(engine):
     # "hills with a" is 0.73 from the snow's "snow-covered hills", 0.70 from a meadow name
     prompt = "green rolling hills with a windmill and wildflowers in spring"  # a demo world
