@@ -127,6 +127,18 @@ def test_a_narration_that_tells_of_another_change_or_an_absent_creature_is_not_k
     assert line == kept.strip()  # the second try, about the deer alone
 
 
+def test_a_narration_ending_as_a_recent_line_did_is_not_kept():
+    # Gemma ended two lines running with "…, and a thunderstorm rolls in."
+    before = "The boat is still on the cliff, and a thunderstorm rolls in."
+    story = engine.story_narrated(engine.story_start(OPENING, BEACH), before, "Follow the boat")
+    picked = engine.Option("lm:creature:fish", "Call out to the fish", "", ("creature", "fish"))
+    world = engine.apply_to_description(BEACH, picked.event)
+    echo = " The fish is in the water, and a thunderstorm rolls in."
+    fresh = " A fish leaps from the water at your call."
+    line = stories.narrate(ScriptedLM(echo, fresh), story, picked, world, deadline=soon())
+    assert line == fresh.strip()
+
+
 def test_written_options_that_change_the_world_the_same_way_are_not_both_offered():
     story = engine.story_start(OPENING, BEACH)
     same = " Follow the deer tracks inland\n2. Watch the deer from the rocks\n"
