@@ -613,8 +613,7 @@ class WatchConsumer(SessionConsumer):
         offer = await sync_to_async(cache.get)(_choices_key(self.session_id))
         if offer:
             await self.session_choices(offer)  # the pair on offer now, not only the next one
-        if self.category == Category.CHARACTERS:
-            await self._ask_for_talk()
+        await self._ask_for_replay()
         self.viewers = await sync_to_async(_viewers_add)(self.session_id, 1)
         await database_sync_to_async(services.session_record_viewers)(
             session_id=self.session_id, viewers=self.viewers
@@ -638,9 +637,9 @@ class WatchConsumer(SessionConsumer):
             return
         raise ProtocolError("read_only", "Spectators watch and vote; only players send inputs.")
 
-    async def _ask_for_talk(self) -> None:
-        """The worker sends this socket the talk so far (a spectator who comes late, or
-        reloads, would see an empty chat beside players mid-conversation)."""
+    async def _ask_for_replay(self) -> None:
+        """The worker sends this socket the talk so far and the last world events (a spectator
+        who comes late, or reloads, saw an empty chat beside players mid-conversation)."""
         worker = await sync_to_async(
             worker_client.get_placement().worker_of, thread_sensitive=False
         )(str(self.session_id))

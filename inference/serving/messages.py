@@ -245,8 +245,9 @@ class Say(Message):
 
 @dataclass(frozen=True)
 class Watch(Message):
-    """A spectator's socket connected: the worker sends the talk so far to that ``channel``
-    alone (a player seated again gets it through their seat, see ``Line``)."""
+    """A spectator's socket connected: the worker sends the talk so far and the last answers to
+    world events to that ``channel`` alone (a player seated again gets them through their seat,
+    see ``Line`` and ``Event``)."""
 
     TYPE = "session.watch"
     session_id: str

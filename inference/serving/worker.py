@@ -278,7 +278,7 @@ class InferenceWorker:
         elif isinstance(message, m.Unseat):
             self._on_unseat(session, message.slot)
         elif isinstance(message, m.Watch):
-            self._spawn(self._replay_talk(session, channel=message.channel))
+            self._spawn(self._replay_to_spectator(session, message.channel))
         elif (camera := session.cameras.get(message.slot)) is None:
             log.debug("worker %s: %s for an empty seat", self.name, message.TYPE)
         elif isinstance(message, m.Input):
@@ -344,9 +344,7 @@ class InferenceWorker:
             self._demand.set()
         await self._status(session.session_id, "live")
         await self._narrative_live(session, camera)  # the (re)connected player needs the choices
-        for i, event in enumerate(list(session.recent_events)):  # and what was done to the world
-            replayed = dataclasses.replace(event, history=i, only_slot=camera.slot)
-            await self._send(session.session_id, replayed)
+        await self._replay_events(session, camera=camera)  # and what was done to the world
 
     def _on_unseat(self, session: LiveSession, slot: int) -> None:
         camera = session.cameras.pop(slot, None)
@@ -642,6 +640,14 @@ class InferenceWorker:
             except Exception:
                 log.exception("worker %s: narrative of %s failed", self.name, session.session_id)
 
+    # --- replays to a socket that (re)joined: the page keeps no talk and no events ----------
+    async def _replay_to_spectator(self, session: LiveSession, channel: str) -> None:
+        try:
+            await self._replay_talk(session, channel=channel)
+            await self._replay_events(session, channel=channel)
+        except Exception:  # gone already, or not a channel at all
+            log.info("worker %s: no replay to %r", self.name, channel[:80])
+
     async def _replay_talk(
         self, session: LiveSession, *, camera: Camera | None = None, channel: str = ""
     ) -> None:
@@ -660,16 +666,27 @@ class InferenceWorker:
                 text,
                 slot=alone.slot if theirs else -1,
                 history=i,
-                only_slot=camera.slot if camera is not None else -1,
             )
-            if camera is not None:
-                await self._send(session.session_id, line)
-            else:
-                try:
-                    await self.layer.send(channel, line.to_message())
-                except Exception:  # gone already, or not a channel at all
-                    log.info("worker %s: no talk replay to %r", self.name, channel[:80])
-                    return
+            await self._send_replay(session, line, camera, channel)
+
+    async def _replay_events(
+        self, session: LiveSession, *, camera: Camera | None = None, channel: str = ""
+    ) -> None:
+        """The session's last answers to world events, oldest first, as `_replay_talk`."""
+        for i, event in enumerate(list(session.recent_events)):
+            replayed = dataclasses.replace(event, history=i)
+            await self._send_replay(session, replayed, camera, channel)
+
+    async def _send_replay(self, session: LiveSession, message, camera: Camera | None,
+                           channel: str) -> None:  # fmt: skip
+        """To one seat through the session's group (only its consumer forwards it), or to one
+        spectator's channel alone (raises where that channel is no more)."""
+        if camera is not None:
+            await self._send(
+                session.session_id, dataclasses.replace(message, only_slot=camera.slot)
+            )
+        else:
+            await self.layer.send(channel, message.to_message())
 
     async def _preread(self, session: LiveSession) -> None:
         """While the player reads the greeting and types, the model reads the character's

@@ -200,31 +200,19 @@
         : undefined);
   }
 
-  // One line of the events list: who sent it, then what.
+  // One line of the events list: who sent it (in their colour), then what.
   function eventLine(by, text, you) {
-    const li = document.createElement("li");
-    const who = document.createElement("b");
-    who.className = "event-by";
-    who.textContent = by;
-    const what = document.createElement("span");
-    what.className = "event-text";
-    what.textContent = text;
-    li.append(who, " ", what);
-    if (you) li.classList.add("is-you");
     const player = players.find((p) => p.name === by);
-    if (player && player.color) who.style.color = player.color;
-    return li;
+    return window.ParallaxEvents.line(by, text, { you, color: player && player.color });
   }
 
-  let replayingEvents = false; // the last events, sent when this socket (re)joined
+  const showEvent = window.ParallaxEvents.replayGate(events);
 
   function onEvent(msg) {
     const mine = typeof msg.you === "boolean" ? msg.you
       : msg.slot === undefined || msg.slot === null || msg.slot === mySlot;
-    // A replay is shown only on an empty list (a reload), not again after a reconnect.
+    if (!showEvent(msg)) return;
     const replayed = typeof msg.history === "number";
-    if (replayed && msg.history === 0) replayingEvents = events.children.length === 0;
-    if (replayed && !replayingEvents) return;
     let li = mine && !replayed ? pendingEvents.get(msg.seq) : null;
     if (replayed) {
       li = eventLine(msg.by || "Someone", msg.text || "changed the world", mine);

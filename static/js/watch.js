@@ -1,7 +1,8 @@
 // The watch page: the frames of the session's first player's camera, read-only, with the viewer
 // count, who is playing (presence.js, without controls), the story so far with the audience's
-// votes on its options, or the conversation (narrative.js). The socket, the canvas and the HUD:
-// live_view.js.
+// votes on its options, or the conversation (narrative.js), and what the players changed in the
+// world (events.js; the last ones too, sent when this socket joined). The socket, the canvas and
+// the HUD: live_view.js.
 (() => {
   "use strict";
 
@@ -37,6 +38,22 @@
     count: document.getElementById("presence-count"),
   });
 
+  // What the players did to the world: the changes applied, newest first (what the model could
+  // not do, or moderation refused, is the sender's business).
+  const events = document.getElementById("watch-events");
+  const showEvent = window.ParallaxEvents.replayGate(events);
+  const EVENTS_KEPT = 20;
+
+  function onEvent(msg) {
+    if (!showEvent(msg) || msg.status !== "applied") return;
+    const color = (players.find((p) => p.slot === msg.slot) || {}).color || null;
+    const li = window.ParallaxEvents.line(msg.by || "Someone", msg.text || "changed the world",
+      { color });
+    li.classList.add("applied");
+    events.prepend(li);
+    while (events.children.length > EVENTS_KEPT) events.lastElementChild.remove();
+  }
+
   function showPlayers(list) {
     // A spectator is none of them, whatever a message says.
     players = list.map((p) => ({ ...p, you: false }));
@@ -51,6 +68,10 @@
     onFrame: screen.draw,
     onJson(msg) {
       if (narrative.handle(msg)) return;
+      if (msg.type === "event") {
+        onEvent(msg);
+        return;
+      }
       if (msg.type === "presence") {
         showPlayers(msg.players || []);
         return;

@@ -88,7 +88,7 @@ def test_pressing_keys_on_the_play_page_changes_the_canvas(play_world, live_url,
         assert moved != before
 
 
-def test_the_events_list_is_still_there_after_a_reload(play_world, live_url, page):
+def test_the_events_list_is_still_there_after_a_reload(play_world, live_url, page, request):
     # the list was the page's own: a reload emptied it though the night it asked for stayed
     page.goto(f"{live_url}/play/{play_world.slug}/")
     page.wait_for_selector("#play[data-state='live']", timeout=120_000)
@@ -105,6 +105,20 @@ def test_the_events_list_is_still_there_after_a_reload(play_world, live_url, pag
     assert before[0].startswith("Guest 1 a flying saucer lands")  # newest first, with why not
     again = page.locator("#play-events li").evaluate_all("lis => lis.map(li => li.className)")
     assert again == classes and "applied" in again[1] and "is-you" in again[1]
+    # A spectator who comes now sees what the world was changed by, not what it could not do.
+    session_id = page.get_attribute("#play", "data-session")
+    context = request.getfixturevalue("chromium").new_context(
+        viewport={"width": 1280, "height": 900}
+    )
+    try:
+        watcher = context.new_page()
+        watcher.goto(f"{live_url}/watch/{session_id}/")
+        watcher.wait_for_selector("#watch-events li", timeout=60_000)
+        watcher.wait_for_timeout(1000)
+        assert watcher.locator("#watch-events li").all_text_contents() == ["Guest 1 night falls"]
+        assert watcher.locator("#watch-events li.applied").is_visible()
+    finally:
+        context.close()
 
 
 def test_a_story_pick_by_key_grows_the_story_and_offers_a_new_pair(live_url, page, request):

@@ -615,6 +615,18 @@ async def test_a_spectator_of_a_character_is_sent_the_talk_so_far_alone(worker_s
     assert seen == {"type": "say", "speaker": "Old Tom", "text": "Hmph.", "history": 0}
 
 
+async def test_a_spectator_of_any_world_asks_the_worker_for_the_last_events(worker_slots):
+    stage = await _stage(worker_slots)  # a game: no talk, but the world changes all the same
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        player = await _connected(stage, inbox)
+        watcher = _socket(f"/ws/watch/{stage.session.id}/")
+        assert (await watcher.connect(WAIT))[0]
+        watch = await inbox.next("session.watch")
+        await watcher.disconnect()
+        await player.disconnect()
+    assert watch["session_id"] == str(stage.session.id) and watch["channel"]
+
+
 async def test_a_game_world_takes_no_picks_or_dialogue(worker_slots):
     stage = await _stage(worker_slots)
     async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:

@@ -131,14 +131,21 @@ async def test_a_player_seated_again_is_sent_the_last_answers_to_world_events(
         await send(layer, worker, {"type": "session.detach", "session_id": session_id})
         await send(layer, worker, attach_message(session_id))
         replay = [
-            await listener.next(lambda m: m["type"] == "session.event" and m["history"] >= 0)
+            await listener.next(lambda m: m["type"] == "session.event" and "history" in m)
             for _ in range(2)
         ]
+        # A spectator who comes now is sent them too, on their own channel.
+        spectator = await layer.new_channel()
+        watch = {"type": "session.watch", "session_id": session_id, "channel": spectator}
+        await send(layer, worker, watch)
+        watched = [await asyncio.wait_for(layer.receive(spectator), 10) for _ in range(2)]
     said = [(m["seq"], m["text"], m["status"], m["history"], m["only_slot"]) for m in replay]
     assert said == [
         (1, "night falls", "applied", 0, 0),
         (2, "a flying saucer lands", "unsupported", 1, 0),
     ]
+    seen = [(m["seq"], m["history"], m["only_slot"]) for m in watched]
+    assert seen == [(1, 0, -1), (2, 1, -1)]
 
 
 async def test_a_flood_of_world_events_is_the_senders_error_not_an_event(worker, layer):
