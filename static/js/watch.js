@@ -31,7 +31,7 @@
   // Spectators vote as the audience: counted apart from the players' votes.
   const narrative = window.ParallaxNarrative.attach({
     onPick: (choiceId, option) => socket.send({ type: "vote", choice_id: choiceId, option }),
-    colorFor: (slot) => (players.find((p) => p.slot === slot) || {}).color || null,
+    colorFor: (slot) => colorOf(slot),
   });
   const presence = window.ParallaxPresence.attach({
     list: document.getElementById("presence-list"),
@@ -46,17 +46,26 @@
 
   function onEvent(msg) {
     if (!showEvent(msg) || msg.status !== "applied") return;
-    const color = (players.find((p) => p.slot === msg.slot) || {}).color || null;
     const li = window.ParallaxEvents.line(msg.by || "Someone", msg.text || "changed the world",
-      { color });
+      { color: colorOf(msg.slot) });
     li.classList.add("applied");
+    li.dataset.slot = String(msg.slot);
     events.prepend(li);
     while (events.children.length > EVENTS_KEPT) events.lastElementChild.remove();
+  }
+
+  function colorOf(slot) {
+    return (players.find((p) => p.slot === slot) || {}).color || null;
   }
 
   function showPlayers(list) {
     // A spectator is none of them, whatever a message says.
     players = list.map((p) => ({ ...p, you: false }));
+    // The last events come before the players are known: their names take colour now.
+    for (const li of events.children) {
+      const color = colorOf(Number(li.dataset.slot));
+      if (color) li.querySelector(".event-by").style.color = color;
+    }
     presence.update(players);
     presenceBox.hidden = players.length === 0;
   }
