@@ -6,6 +6,7 @@ channel layer and placement, and the in-process inference worker that the first 
 starts.
 """
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,21 @@ FRAMES_A_SECOND = """async () => {
   await new Promise((done) => setTimeout(done, 2000));
   return ((Number(root.dataset.frames) - f0) * 1000) / (performance.now() - t0);
 }"""
+
+
+@contextlib.contextmanager
+def _spectator(request, live_url: str, page):
+    """The watch page of the session `page` plays, in a browser of its own (another person)."""
+    session_id = page.get_attribute("#play", "data-session")
+    context = request.getfixturevalue("chromium").new_context(
+        viewport={"width": 1280, "height": 900}
+    )
+    try:
+        watcher = context.new_page()
+        watcher.goto(f"{live_url}/watch/{session_id}/")
+        yield watcher
+    finally:
+        context.close()
 
 
 def _frames(page) -> int:
@@ -106,19 +122,11 @@ def test_the_events_list_is_still_there_after_a_reload(play_world, live_url, pag
     again = page.locator("#play-events li").evaluate_all("lis => lis.map(li => li.className)")
     assert again == classes and "applied" in again[1] and "is-you" in again[1]
     # A spectator who comes now sees what the world was changed by, not what it could not do.
-    session_id = page.get_attribute("#play", "data-session")
-    context = request.getfixturevalue("chromium").new_context(
-        viewport={"width": 1280, "height": 900}
-    )
-    try:
-        watcher = context.new_page()
-        watcher.goto(f"{live_url}/watch/{session_id}/")
+    with _spectator(request, live_url, page) as watcher:
         watcher.wait_for_selector("#watch-events li", timeout=60_000)
         watcher.wait_for_timeout(1000)
         assert watcher.locator("#watch-events li").all_text_contents() == ["Guest 1 night falls"]
         assert watcher.locator("#watch-events li.applied").is_visible()
-    finally:
-        context.close()
 
 
 def test_a_story_pick_by_key_grows_the_story_and_offers_a_new_pair(live_url, page, request):
@@ -175,17 +183,9 @@ def test_the_character_greets_and_answers_in_the_chat(live_url, page, request):
     assert "chat-you" in page.locator("#chat-log li").nth(1).get_attribute("class")
     # A spectator who comes now sees the same talk (it was an empty chat), the player's line
     # under the player's name, not as their own.
-    session_id = page.get_attribute("#play", "data-session")
-    context = request.getfixturevalue("chromium").new_context(
-        viewport={"width": 1280, "height": 900}
-    )
-    try:
-        watcher = context.new_page()
-        watcher.goto(f"{live_url}/watch/{session_id}/")
+    with _spectator(request, live_url, page) as watcher:
         watcher.wait_for_function(
             "document.querySelectorAll('#chat-log li').length >= 3", timeout=60_000
         )
         assert watcher.locator("#chat-log li").all_text_contents() == lines[:3]
         assert "chat-you" not in watcher.locator("#chat-log li").nth(1).get_attribute("class")
-    finally:
-        context.close()
