@@ -4,6 +4,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from gallery.lookalike import skeleton
 from gallery.models import User
 from worlds import ratelimit
 from worlds.moderation import policy
@@ -14,6 +15,19 @@ def _screen(fields: dict[str, str]) -> None:
         refusal = policy.public_text_refusal(text, field=name)
         if refusal is not None:
             raise ValidationError({name: [refusal]})
+
+
+def _refuse_lookalike(field: str, name: str, user: User | None = None) -> None:
+    """A username, or a display name, that reads as another account's username ("οwner" with a
+    Greek omicron beside "owner") would let its holder pass for them."""
+    if not name.strip():
+        return
+    others = User.objects.filter(username_skeleton=skeleton(name.strip()))
+    if user is not None:
+        others = others.exclude(pk=user.pk)
+    if others.exists():
+        message = "That name looks like another member's username. Please choose another."
+        raise ValidationError({field: [message]})
 
 
 def user_sign_up(
@@ -30,6 +44,8 @@ def user_sign_up(
         ratelimit.hit(f"accounts:signup:{client_ip}", limit=limit, window_s=3600, message=message)
     _screen({"username": username, "display_name": display_name})
     with transaction.atomic():
+        _refuse_lookalike("username", username)
+        _refuse_lookalike("display_name", display_name)
         return User.objects.create_user(
             username=username, password=password, email=email, display_name=display_name.strip()
         )
@@ -38,6 +54,7 @@ def user_sign_up(
 def user_update_profile(*, user: User, display_name: str, bio: str) -> User:
     policy.ensure_not_suspended(user)  # a profile is public text, as a world is
     _screen({"display_name": display_name, "bio": bio})
+    _refuse_lookalike("display_name", display_name, user=user)
     user.display_name = display_name.strip()
     user.bio = bio.strip()
     user.full_clean(exclude=["password"])

@@ -37,6 +37,33 @@ def test_sign_up_rejects_a_taken_username(client, owner):
     assert "username" in page.context["form"].errors
 
 
+def test_a_username_that_reads_as_another_members_is_refused(client, owner):
+    # "οwner" (a Greek omicron) registered beside "owner" and could pass for them
+    for lookalike in ("οwner", "оwner", "0wner", "OWNER", "ownér", "ＯＷＮＥＲ"):
+        page = client.post("/accounts/signup/", SIGNUP | {"username": lookalike})
+        assert page.status_code == 400, lookalike
+        errors = str(page.context["form"].errors["username"])  # Django's own for "OWNER"
+        assert "looks like another member" in errors or "already exists" in errors
+    assert list(User.objects.values_list("username", flat=True)) == ["owner"]
+    page = client.post("/accounts/signup/", SIGNUP | {"username": "owner2"})  # another name
+    assert page.status_code == 302
+
+
+def test_a_display_name_cannot_be_another_members_username(client, owner, outsider):
+    page = client.post("/accounts/signup/", SIGNUP | {"display_name": "Οwner"})
+    assert page.status_code == 400
+    assert "display_name" in page.context["form"].errors
+    assert not User.objects.filter(username="newcomer").exists()
+    for user, name in ((outsider, "owner"), (owner, "OWNER")):
+        editor = Client()
+        editor.force_login(user)
+        editor.post("/accounts/profile/", {"display_name": name, "bio": ""})
+    outsider.refresh_from_db()
+    owner.refresh_from_db()
+    assert outsider.display_name != "owner"
+    assert owner.display_name == "OWNER"  # one's own username, written another way, is one's own
+
+
 def test_sign_up_screens_public_names(client, db):
     page = client.post("/accounts/signup/", SIGNUP | {"display_name": "behead the villagers"})
     assert page.status_code == 400
