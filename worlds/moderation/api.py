@@ -165,8 +165,8 @@ class AppealCreateApi(APIView):
     @extend_schema(request=AppealIn, responses={201: AppealOut}, tags=["moderation"])
     def post(self, request: Request) -> Response:
         data = _valid(AppealIn, request)
-        world = services.target_resolve(target_type=TargetType.WORLD, target_id=data["world"])
-        appeal = services.appeal_create(world=world.world, by=request.user, text=data["text"])
+        world = services.appealable_world(key=data["world"], by=request.user)
+        appeal = services.appeal_create(world=world, by=request.user, text=data["text"])
         return Response(AppealOut(appeal).data, status=status.HTTP_201_CREATED)
 
 

@@ -105,14 +105,22 @@ def _as_pk(key: str) -> int | None:
     return int(key) if key.isascii() and key.isdigit() else None
 
 
-def _world_by_key(key: str) -> World:
+def _world_by_key(key: str, creator: AbstractBaseUser | None = None) -> World:
+    """A world by slug or pk; with `creator`, one of theirs: anyone else's answers as an id
+    nobody has, so their drafts and removed worlds cannot be told apart from unknown ids."""
     world = World.objects.select_related("creator").filter(slug=key).first()
     pk = _as_pk(key)
     if world is None and pk is not None:
         world = World.objects.select_related("creator").filter(pk=pk).first()
-    if world is None:
+    if world is None or (creator is not None and world.creator_id != creator.pk):
         raise _invalid("target_id", "No world with this id.")
     return world
+
+
+def appealable_world(*, key: str, by: AbstractBaseUser) -> World:
+    """The world `by` names to appeal, by slug or pk: only their own is found (a 403 for someone
+    else's world, against a 400 for an unknown id, told a removed world existed)."""
+    return _world_by_key(str(key or "").strip(), creator=by)
 
 
 def _user_by_key(key: str) -> AbstractBaseUser:

@@ -7,7 +7,7 @@ import pytest
 
 from tests.worlds.moderation.factories import make_report
 from worlds.models import WorldStatus
-from worlds.moderation.models import AuditEntry, ModerationAction, Report, Suspension
+from worlds.moderation.models import Appeal, AuditEntry, ModerationAction, Report, Suspension
 
 BAD_IDS = ["²", "١٢٣٤٥", "-1", "0", "99999999999999999999", "snowy-pine", "%20"]
 
@@ -84,6 +84,17 @@ def test_the_appeal_api_refuses_a_bad_world_id(api_as, creator, world):
     response = api_as(creator).post("/api/appeals/", body, format="json")
     assert response.status_code == 400
     assert response.json() == {"target_id": ["No world with this id."]}
+
+
+def test_an_appeal_for_someone_elses_world_answers_as_an_unknown_id(api_as, outsider, world):
+    # a 403 here, against a 400 for a slug nobody has, told that a removed world existed
+    for key in (world.slug, str(world.pk), "no-such-world"):
+        response = api_as(outsider).post(
+            "/api/appeals/", {"world": key, "text": "x"}, format="json"
+        )
+        assert response.status_code == 400, key
+        assert response.json() == {"target_id": ["No world with this id."]}
+    assert not Appeal.objects.exists() and not ModerationAction.objects.exists()
 
 
 @pytest.mark.parametrize("days", [36501, 10**9, 10**30])
