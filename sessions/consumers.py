@@ -118,6 +118,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
     def _seat_slot(self) -> int | None:
         return None  # spectators sit nowhere
 
+    async def _placed_worker(self) -> str | None:
+        """The worker holding this session now (None while it waits for one)."""
+        placement = worker_client.get_placement()
+        return await sync_to_async(placement.worker_of, thread_sensitive=False)(
+            str(self.session_id)
+        )
+
     def _is_lead(self) -> bool:
         """The lowest seated slot's own socket."""
         slot = self._seat_slot()
@@ -521,9 +528,7 @@ class PlayConsumer(SessionConsumer):
             # After a failover the status names the worker now holding the session.
             worker = status.worker
             if worker is None and (state == SessionStatus.RESUMING or self.worker is None):
-                worker = await sync_to_async(
-                    worker_client.get_placement().worker_of, thread_sensitive=False
-                )(str(self.session_id))
+                worker = await self._placed_worker()
             self.worker = worker or self.worker
             if state != self.state:
                 await database_sync_to_async(services.session_set_state)(
@@ -640,9 +645,7 @@ class WatchConsumer(SessionConsumer):
     async def _ask_for_replay(self) -> None:
         """The worker sends this socket the talk so far and the last world events (a spectator
         who comes late, or reloads, saw an empty chat beside players mid-conversation)."""
-        worker = await sync_to_async(
-            worker_client.get_placement().worker_of, thread_sensitive=False
-        )(str(self.session_id))
+        worker = await self._placed_worker()
         if worker is not None:
             watch = m.Watch(session_id=str(self.session_id), channel=self.channel_name)
             await worker_client.send(worker, watch)
@@ -650,9 +653,7 @@ class WatchConsumer(SessionConsumer):
     async def _vote(self, message: Vote) -> None:
         if self.category != Category.STORIES:
             raise ProtocolError("unsupported", "There is no story to vote on in this world.")
-        worker = await sync_to_async(
-            worker_client.get_placement().worker_of, thread_sensitive=False
-        )(str(self.session_id))
+        worker = await self._placed_worker()
         if worker is None:
             raise ProtocolError("not_running", "The world is not running yet.")
         self.voted[message.choice_id] = message.option
