@@ -125,6 +125,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
             str(self.session_id)
         )
 
+    def _for_another_seat(self, only_slot: int) -> bool:
+        """A replay meant for one seat (``only_slot``; -1: everyone) that is not this socket's."""
+        return only_slot >= 0 and only_slot != self._seat_slot()
+
     def _is_lead(self) -> bool:
         """The lowest seated slot's own socket."""
         slot = self._seat_slot()
@@ -188,7 +192,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def session_event(self, event):
         result = m.Event.from_message(event)
-        if result.only_slot >= 0 and result.only_slot != self._seat_slot():
+        if self._for_another_seat(result.only_slot):
             return  # the last answers, replayed to a player who (re)joined
         message = {
             "type": "event",
@@ -230,7 +234,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         # Generated lines were screened on the worker before they were sent (and a partial
         # only ever as a whole prefix): see worker_client.screen_generated_line.
         line = m.Line.from_message(event)
-        if line.only_slot >= 0 and line.only_slot != self._seat_slot():
+        if self._for_another_seat(line.only_slot):
             return  # the talk so far, replayed to a player who (re)joined
         message = {"type": "say", "speaker": line.speaker, "text": line.text}
         if line.history >= 0:

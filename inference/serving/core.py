@@ -217,9 +217,9 @@ class EngineCore:
         outputs = StepOutputs(failed=[s for s in result.failed if s in self.sessions])
         for player_id, seq, status, reason, text in result.answers:
             camera = batch.by_player[player_id]
+            session = self.sessions.get(camera.session_id)
             if status == "applied":
                 camera.state_seq = max(camera.state_seq, seq)
-                session = self.sessions.get(camera.session_id)
                 for other in session.cameras.values() if session else ():
                     if other is not camera:
                         other.stepped_keys = None  # one world: everyone's next frame shows it
@@ -231,6 +231,8 @@ class EngineCore:
             answer = Event(
                 seq, status, reason, by=camera.name, slot=camera.slot, suggest=suggest, text=text
             )
+            if session is not None:
+                session.recent_events.append(answer)  # replayed to whoever comes (again)
             outputs.events.append((camera.session_id, answer))
         for player_id, jpegs in result.frames.items():
             camera = batch.by_player[player_id]

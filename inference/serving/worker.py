@@ -656,9 +656,8 @@ class InferenceWorker:
         state = session.narrative
         if not isinstance(state, narrative.Character):
             return
-        lead = session.lead()
         # With one player, every player line was theirs: it shows under their name and colour.
-        alone = lead if len(session.cameras) == 1 else None
+        alone = session.lead() if len(session.cameras) == 1 else None
         for i, (speaker, text) in enumerate(narrative.character_transcript(state)):
             theirs = alone is not None and speaker == narrative.PLAYER_SPEAKER
             line = m.Line(
@@ -866,9 +865,6 @@ class InferenceWorker:
         # The event answers go before the frames that show them (already buffered, so the
         # pacer never shows a frame from before an answer after the answer's event message).
         for session_id, event in outputs.events:
-            session = self.sessions.get(session_id)
-            if session is not None and isinstance(event, m.Event):
-                session.recent_events.append(event)
             await self._send(session_id, event)
         await self._send_frames(outputs.frames)
         for session_id in outputs.failed:
