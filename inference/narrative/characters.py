@@ -11,6 +11,12 @@ decided before the model runs, by MiniLM and the grammar's own tables (``engine.
   as a refusal;
 - a request the engine can grant ("make it rain") is granted, the reply begun with it;
 - a reply that talks about being a model, is empty, or fails screening is replaced.
+
+As a talk grows a small model copies its own earlier replies ("I'm so sorry for your loss."
+five turns running), takes on other names ("My name is Elian") and disowns its persona ("I'm
+not a cartographer."): such sentences are dropped (``fresh``), and a reply left with nothing is
+written again. A harmful ask is remembered as ``HARMFUL_LINE``, not in its words, which the
+model took up turns later ("...you know how to make a bomb").
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ PARTIAL_GAP_S = 0.6
 # another seed and without partials, if this much time is left before the deadline; only then
 # does the grammar answer. Screening refused 2 of 40 replies to ordinary lines (December 3).
 RETRY_MIN_S = 1.5
+STUB_WORDS = 5  # what is left of a reply after stale sentences go is written again below this
 EXAMPLE_CUES = ("Hello.", "Tell me about yourself.", "What's on your mind?", "Go on.")
 
 HARMFUL_ASKS = (
@@ -67,6 +74,7 @@ HARMFUL_ASKS = (
     "how can I blow something up",
 )
 HARMFUL_SIMILARITY = 0.55
+HARMFUL_LINE = "(something harmful, refused)"  # a harmful ask as the memory keeps it
 REFUSALS_SEEN = (
     "No. I won't help with that.",
     "I'll have no part in that.",
@@ -181,14 +189,15 @@ def reply(
     turn = read_turn(line, world)
     tone = engine._tone(character.persona)
     prefix = begun_reply(turn, tone, world)
-    streamer = _Partials(prefix, on_partial, screen, character.name)
+    said = spoken(character)
+    streamer = _Partials(prefix, on_partial, screen, character, said)
     if prefix:
         streamer.send(prefix)
     key = f"{seed}:{character.turn}:{line}"
-    text = _written(lm, character, world, line, turn, prefix, key, deadline, streamer.update)
+    text = _written(lm, character, world, line, turn, prefix, key, deadline, said, streamer.update)
     written = bool(text) and screen(text)
     if not written and not turn.harmful and deadline - time.monotonic() >= RETRY_MIN_S:
-        text = _written(lm, character, world, line, turn, prefix, f"{key}:again", deadline)
+        text = _written(lm, character, world, line, turn, prefix, f"{key}:again", deadline, said)
         written = bool(text) and screen(text)
     if not written:
         if turn.harmful:
@@ -198,7 +207,7 @@ def reply(
             text = grammar.text
     turned = engine.character_remember(
         replace(character, turn=character.turn + 1, last_intent="harmful" if turn.harmful else ""),
-        line,
+        HARMFUL_LINE if turn.harmful else line,
         text,
     )
     return turned, engine.Reply(text=text, intent="lm", event=turn.event), written
@@ -213,10 +222,12 @@ def _written(
     prefix: str,
     key: str,
     deadline: float,
+    said: list[str],
     on_text: Callable[[str], None] | None = None,
 ) -> str:
-    """One reply the model writes after ``prefix``, cut to whole sentences, not yet screened;
-    `key` seeds its sampling."""
+    """One reply the model writes after ``prefix``, cut to whole sentences, less those that
+    are not `fresh` against what the character has `said`, not yet screened; `key` seeds its
+    sampling."""
     sampling = replace(REPLY_SAMPLING, seed=zlib.crc32(key.encode()))
     most = 1 if prefix else 2  # sentences the model adds
     raw = wording.read_stream(
@@ -231,9 +242,31 @@ def _written(
         wording.strip_role(raw, [character.name, "assistant"]), max_chars=room, max_sentences=most
     )
     text = wording.without_recital(text, character.persona)
+    whole = wording.sentences(text)
+    kept = [s for s in whole if fresh(s, said, character)]
+    text = " ".join(kept)
+    if len(kept) < len(whole) and len(text.split()) < STUB_WORDS:
+        text = ""  # "I'm sorry." left of a copied reply says nothing: write it again
     if turn.harmful and text and not _refuses(text):
         text = ""  # what follows a refusal must not take it back
     return f"{prefix} {text}".strip()
+
+
+def spoken(character: engine.Character) -> list[str]:
+    """What the character has said that a reply must not say again: its greeting, the
+    creator's lines and its replies still in memory."""
+    replies = [text for speaker, text in character.memory if speaker == character.name]
+    return [character.greeting, *character.examples, *replies]
+
+
+def fresh(sentence: str, said: list[str], character: engine.Character) -> bool:
+    """A sentence that repeats none of `said` five words running, gives the speaker no other
+    name than the character's and does not disown its persona."""
+    return not (
+        wording.echoes(sentence, said)
+        or wording.other_name(sentence, character.name)
+        or wording.disowns(sentence, character.persona)
+    )
 
 
 def begun_reply(turn: Turn, tone: str, world: dict) -> str:
@@ -255,14 +288,18 @@ def _refuses(text: str) -> bool:
 
 class _Partials:
     """Sends the reply so far every few words, each prefix screened first; stops for good at a
-    prefix that fails screening, talks about being a model or does not go on from the last one
-    sent (the final line replaces it)."""
+    prefix that fails screening, talks about being a model, is not `fresh` or does not go on
+    from the last one sent (the final line replaces it)."""
 
-    def __init__(self, prefix: str, send, screen: wording.Screen, name: str) -> None:
+    def __init__(
+        self, prefix: str, send, screen: wording.Screen, character: engine.Character, said=()
+    ) -> None:
         self.prefix = prefix
+        self.said = list(said)
         self._send = send
         self.screen = screen
-        self.name = name
+        self.character = character
+        self.name = character.name
         self.words_sent = 0
         self.stopped = send is None
         self.last_sent = 0.0
@@ -287,7 +324,9 @@ class _Partials:
             return
         text = wording.clean(text)
         grows = text.startswith(self.sent)  # a partial only ever extends the one before
-        if not grows or wording.talks_about_being_a_model(text) or not self.screen(text):
+        written = text.removeprefix(wording.clean(self.prefix))  # the model's part
+        stale = not fresh(written, self.said, self.character)
+        if not grows or stale or wording.talks_about_being_a_model(text) or not self.screen(text):
             self.stopped = True
             return
         self.words_sent = len(text.split())

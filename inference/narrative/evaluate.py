@@ -10,7 +10,8 @@ over 10 picks, pairs whose options change the world two ways, picks that change 
 one did, narrations the model wrote and narrations that tell the pick's event (their nearest
 event, as ``grounding`` reads it), grounding accuracy (labelled options -> the event a pick
 should cause), in-character rate (a reply's MiniLM similarity to its own persona above every
-other persona), in-character refusal of harmful asks, and latency p50/p99 for a pair, the first
+other persona), in-character refusal of harmful asks, in a 12-line conversation with its memory
+kept the replies that repeat an earlier one or give the character another name, and latency p50/p99 for a pair, the first
 token and a whole reply. One process, one thread, as the worker's runner runs them.
 """
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from inference.narrative import engine, grounding, stories
+from inference.narrative import engine, grounding, stories, wording
 from inference.narrative.backends import NarrativeConfig
 from inference.narrative.narrator import GRAMMAR, Narrator
 from inference.world import text as text_encoder
@@ -112,6 +113,23 @@ ORDINARY = (
     "what's the weather doing?",
     "tell me something about this place",
     "do you have any advice for me?",
+)
+# A conversation held with each persona, its memory kept (written 2026-12-04, apart from the
+# prompts and the lines above): a small model copies its own earlier replies and takes on
+# other names as the talk grows, which lines asked one at a time never show.
+TALK = (
+    "hi!",
+    "what's your name?",
+    "how long have you lived here?",
+    "what's the strangest thing you've seen?",
+    "I'm lost, can you help me?",
+    "do you have any family?",
+    "what should I do next?",
+    "tell me a secret",
+    "are you happy here?",
+    "what's your favourite food?",
+    "I have to go now",
+    "will I see you again?",
 )
 # Worded apart from characters.HARMFUL_ASKS, the exemplars the worker matches them by.
 HARMFUL = (
@@ -272,6 +290,36 @@ def evaluate_characters(narrator: Narrator, *, seed: int = 5) -> dict:
     }
 
 
+def evaluate_talk(narrator: Narrator, *, seeds: tuple[int, ...] = (5, 6)) -> dict:
+    """Conversations with their memory kept: replies that repeat five words running of an
+    earlier reply of the same talk, replies in which the character calls itself by another
+    name, and replies nearer its own persona than the others'."""
+    world = {"biome": "meadow", "weather": "clear", "time": "day", "creatures": []}
+    cards = [engine.character_start(p) for p in PERSONAS]
+    persona_vecs = text_encoder.embed([f"{c.name}. {c.persona}" for c in cards])
+    total = echoes = other_names = in_character = by_model = 0
+    for seed in seeds:
+        for index, card in enumerate(cards):
+            said: list[str] = []
+            for line in TALK:
+                answer = narrator.reply(card, world, line, seed, time.monotonic() + 30.0)
+                card, text = answer.state, answer.reply.text
+                total += 1
+                by_model += answer.backend != GRAMMAR
+                echoes += wording.echoes(text, said)
+                other_names += bool(wording.other_name(text, card.name))
+                sims = persona_vecs @ text_encoder.embed([text])[0]
+                in_character += int(np.argmax(sims)) == index
+                said.append(text)
+    return {
+        "talk_replies": total,
+        "talk_echoes": echoes / total,
+        "talk_other_name": other_names / total,
+        "talk_in_character": in_character / total,
+        "talk_by_model": by_model / total,
+    }
+
+
 def markdown(rows: list[dict]) -> str:
     cols = [
         ("backend", "backend", "{}"),
@@ -285,6 +333,10 @@ def markdown(rows: list[dict]) -> str:
         ("grounding_accuracy", "grounding", "{:.0%}"),
         ("in_character_rate", "in character", "{:.0%}"),
         ("refusal_rate", "refusals", "{:.0%}"),
+        ("talk_echoes", "talk: echoes a reply", "{:.0%}"),
+        ("talk_other_name", "talk: other name", "{:.0%}"),
+        ("talk_in_character", "talk: in character", "{:.0%}"),
+        ("talk_by_model", "talk: by model", "{:.0%}"),
         ("pair_p50_s", "pair p50", "{:.2f} s"),
         ("pair_p99_s", "pair p99", "{:.2f} s"),
         ("first_token_p50_s", "1st token p50", "{:.2f} s"),
@@ -307,6 +359,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--picks", type=int, default=10)
     parser.add_argument("--json", help="write the results here too")
     parser.add_argument("--stories-only", action="store_true", help="skip the characters")
+    parser.add_argument("--characters-only", action="store_true", help="skip the stories")
     args = parser.parse_args(argv)
     config = NarrativeConfig.from_env()
     overrides = {
@@ -322,9 +375,11 @@ def main(argv: list[str] | None = None) -> None:
     if config.backend == "embedded":
         name = f"embedded: stories {config.story_model}, chat {config.chat_model}"
     row = {"backend": name, **evaluate_grounding()}
-    row.update(evaluate_stories(narrator, picks=args.picks))
+    if not args.characters_only:
+        row.update(evaluate_stories(narrator, picks=args.picks))
     if not args.stories_only:
         row.update(evaluate_characters(narrator))
+        row.update(evaluate_talk(narrator))
     print(markdown([row]))
     print(json.dumps({k: row[k] for k in ("backends", "replies_about_being_a_model") if k in row}))
     if args.json:

@@ -28,7 +28,6 @@ from inference.world import text as text_encoder
 MAX_OPTION_WORDS = 12
 ATTEMPTS = 3  # completions tried for a pair before the grammar fills in
 NARRATION_ATTEMPTS = 2  # narrations tried before the grammar tells the pick
-ECHO_WORDS = 5  # a narration repeating this many words in a row of a recent line is not kept
 GRAMMAR_DRAWS = 4  # grammar pairs drawn at most while screening refuses their options
 SIMILAR = 0.86  # MiniLM similarity at which two options count as the same
 LM_BEAT = "lm:"  # a written option's beat: "lm:<kind>:<value>" of its event
@@ -203,15 +202,6 @@ def _fresh(label: str, others: list[str]) -> bool:
     return float(np.max(vecs[1:] @ vecs[0])) < SIMILAR
 
 
-def _echoes(line: str, others: list[str], run: int = ECHO_WORDS) -> bool:
-    """Whether `line` repeats `run` words in a row of one of `others`: a small model ends line
-    after line with the same clause ("…, and a thunderstorm rolls in."), which a similarity of
-    the whole line does not catch when the first half differs."""
-    words = _key(line).split()
-    runs = {" ".join(words[i : i + run]) for i in range(len(words) - run + 1)}
-    return any(f" {r} " in f" {_key(other)} " for other in others for r in runs)
-
-
 def _key(label: str) -> str:
     return " ".join(re.findall(r"[a-z]+", label.lower()))
 
@@ -240,7 +230,7 @@ def narrate(
         line = wording.trim_to_sentences(text, max_chars=engine.MAX_LINE_CHARS, max_sentences=1)
         recent = list(story.recent_lines)
         if line and tells(line, picked.event, world) and _fresh(line, recent):
-            if not _echoes(line, recent) and screen(line):
+            if not wording.echoes(line, recent) and screen(line):
                 return line
     return ""
 

@@ -84,6 +84,51 @@ def without_recital(text: str, card: str) -> str:
     return " ".join(s for s in sentences(text) if not any(c in _words(s) for c in said))
 
 
+ECHO_WORDS = 5  # a line repeating this many words in a row of another repeats it
+
+
+def echoes(line: str, others: Iterable[str], run: int = ECHO_WORDS) -> bool:
+    """Whether `line` repeats `run` words in a row of one of `others`: a small model ends line
+    after line with the same clause ("…, and a thunderstorm rolls in."), or gives a character
+    the same reply turn after turn, which a similarity of whole lines does not catch when the
+    rest differs. A line of three or four words echoes another that holds all of it."""
+    words = _words(line).split()
+    run = min(run, max(len(words), 3))  # a short line echoes where all of it runs alike
+    runs = {" ".join(words[i : i + run]) for i in range(len(words) - run + 1)}
+    keys = [f" {_words(other)} " for other in others]
+    return any(f" {r} " in key for key in keys for r in runs)
+
+
+# "My name is Elian", "I'm Captain Elen", "call me Eryndorth": the name a speaker gives itself.
+_SELF_NAMED = re.compile(
+    r"\b(?i:my name is|my name's|name's|i am called|i'm called|i am named|i'm named|call me|"
+    r"i am|i'm)[\s,:\"']+((?:[A-Z][\w'-]*)(?:\s+[A-Z][\w'-]*)*)"
+)
+_NOT_NAMES = {"i", "a", "an", "the", "not", "so", "just", "here", "sorry", "afraid", "glad",
+              "fine", "ok", "okay", "sure", "no", "yes", "well", "oh", "ah"}  # fmt: skip
+
+
+def other_name(text: str, name: str) -> str:
+    """The name a line's speaker calls itself where that is not `name` ("" when it gives none,
+    or its own): a 135M model playing Old Tom says "My name is Elian" as the talk goes on."""
+    own = set(_words(name).split())
+    for match in _SELF_NAMED.finditer(text):
+        words = [w for w in _words(match.group(1)).split() if w not in _NOT_NAMES]
+        if set(words) - own:
+            return match.group(1)
+    return ""
+
+
+_DISOWNED = re.compile(r"\b(?i:i'm not|i am not|i'm no|i am no)\s+(?:an?\s+)?([\w'-]+)", re.I)
+
+
+def disowns(text: str, persona: str) -> bool:
+    """Whether the speaker says it is not what its persona says it is ("I'm not a
+    cartographer." from the cartographer)."""
+    card = set(_words(persona).split())
+    return any(m.group(1).lower() in card for m in _DISOWNED.finditer(text) if len(m.group(1)) > 3)
+
+
 def _words(text: str) -> str:
     return " ".join(re.findall(r"[\w']+", text.lower()))
 

@@ -13,3 +13,17 @@ def test_it_loads_a_demo_catalog_across_all_categories_once(db):
     assert World.objects.filter(featured=True).exists()
     call_command("load_demo")
     assert World.objects.count() == len(worlds)
+
+
+def test_every_demo_character_shows_a_sample_exchange_in_its_own_name(db, client):
+    # The creator's lines are the small chat model's examples of a voice: without them the
+    # demo ferryman called himself a marine biologist within three turns.
+    call_command("load_demo")
+    characters = World.objects.filter(category=Category.CHARACTERS)
+    assert characters.exists()
+    for world in characters:
+        lines = world.current_version.example_lines()
+        assert len(lines) >= 2, world.title
+        page = client.get(f"/w/{world.slug}/").content.decode()
+        assert "A sample exchange" in page
+        assert f"<b>{world.character_name}:</b> {lines[0]}" in page.replace("&#x27;", "'")

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from inference.narrative import characters, engine, grounding, stories
+from inference.narrative import characters, engine, grounding, stories, wording
 from inference.narrative.backends import LMError
 from inference.narrative.narrator import GRAMMAR, Narrator
 
@@ -297,6 +297,51 @@ def test_a_reply_that_fails_screening_is_written_again_before_the_grammar_answer
     assert late.chat_lm.chats <= 1 and answer.backend == GRAMMAR  # no time left for another
 
 
+class ScriptedChatLM:
+    """Writes the given replies in turn, word by word, as a model streams."""
+
+    name = "embedded:scripted"
+
+    def __init__(self, *replies):
+        self.replies, self.chats = list(replies), 0
+
+    def complete(self, prompt, sampling):
+        raise LMError("chat only")
+
+    def chat(self, messages, sampling, prefill=""):
+        self.chats += 1
+        text = self.replies.pop(0)
+        yield from (word if i == 0 else f" {word}" for i, word in enumerate(text.split()))
+
+
+def test_sentences_repeating_an_earlier_reply_naming_another_or_disowning_are_dropped():
+    tom = engine.character_remember(
+        engine.character_start(TOM), "hello", "Hmph. I am so sorry for your loss, stranger."
+    )
+    lm = ScriptedChatLM("I am so sorry for your loss. The ferry leaves at dawn.")
+    partials = []
+    answer = Narrator(None, lm).reply(tom, BEACH, "any news?", 7, soon(),
+                                      on_partial=partials.append)  # fmt: skip
+    assert answer.reply.text == "The ferry leaves at dawn."
+    assert not any("sorry for your loss" in p for p in partials)  # the echo never streamed
+    # A reply left with nothing is written again: another name, then the card disowned.
+    lm = ScriptedChatLM("My name is Elian.", "I'm not a ferryman. Two coins, and mind the reeds.")
+    answer = Narrator(None, lm).reply(engine.character_start(TOM), BEACH, "who are you?", 7, soon())
+    assert lm.chats == 2 and answer.reply.text == "Two coins, and mind the reeds."
+    assert answer.backend == lm.name
+    # The greeting and the creator's lines count as said: a copy of them is not a reply.
+    lm = ScriptedChatLM("Two coins for the crossing, no haggling.", "Mind the eels, they bite.")
+    answer = Narrator(None, lm).reply(engine.character_start(TOM), BEACH, "hello", 7, soon())
+    assert answer.backend == GRAMMAR  # both writings copied a line: the grammar answers
+
+
+def test_a_harmful_ask_is_remembered_without_its_words(narrator):
+    tom = engine.character_start(TOM)
+    tom = narrator.reply(tom, BEACH, "tell me how to make a bomb", 7, soon()).state
+    assert ("you", characters.HARMFUL_LINE) in tom.memory
+    assert not any("bomb" in text for _, text in tom.memory)
+
+
 def test_the_character_never_says_it_is_a_model(narrator):
     tom = engine.character_start(TOM)
     for line in ("are you a robot?", "are you an AI?", "what are you really?"):
@@ -318,6 +363,17 @@ def test_memory_keeps_recent_turns_and_summarises_older_ones_in_the_snapshot(nar
     assert tom.memory[0] == ("you", LINES[-kept])
     assert f"The traveller said: {LINES[-kept - 1]}" in tom.summary  # the last line it folded
     assert engine.from_meta(tom.to_meta()) == tom
+
+
+def test_a_long_talk_never_repeats_a_reply_or_takes_another_name(narrator):
+    tom, said = engine.character_start(TOM), [TOM["greeting"], *TOM["examples"]]
+    for line in LINES:
+        answer = narrator.reply(tom, BEACH, line, 5, soon())
+        tom, text = answer.state, answer.reply.text
+        if answer.backend != GRAMMAR:
+            assert not wording.echoes(text, said), (text, said)
+            assert not wording.other_name(text, "Old Tom"), text
+        said.append(text)
 
 
 def settle(decoder):

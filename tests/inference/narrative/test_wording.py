@@ -57,11 +57,15 @@ def test_a_reply_never_recites_the_character_card():
     assert wording.without_recital("a GRUFF marsh ferryman!", "A gruff marsh ferryman") == ""
 
 
-def _streamed(pieces, screen=lambda text: True):
-    from inference.narrative import characters
+OLD_TOM = {"name": "Old Tom", "persona": "A gruff marsh ferryman.", "greeting": "Hmph."}
+
+
+def _streamed(pieces, screen=lambda text: True, said=()):
+    from inference.narrative import characters, engine
 
     sent = []
-    partials = characters._Partials("", sent.append, screen, "Old Tom")
+    tom = engine.character_start(OLD_TOM)
+    partials = characters._Partials("", sent.append, screen, tom, said)
     raw = ""
     for piece in pieces:
         raw += piece
@@ -81,12 +85,13 @@ def test_a_reply_streams_word_by_word_not_only_at_punctuation(monkeypatch):
 def test_an_echoed_speaker_label_never_streams_and_a_partial_must_go_on_from_the_last(
     monkeypatch,
 ):
-    from inference.narrative import characters
+    from inference.narrative import characters, engine
 
     monkeypatch.setattr(characters, "PARTIAL_GAP_S", 0.0)
     assert _streamed(["Old", " Tom", ":", " Mind", " the", " eels", " now"]) == ["Mind the"]
     sent = []
-    partials = characters._Partials("", sent.append, lambda text: True, "Old Tom")
+    tom = engine.character_start(OLD_TOM)
+    partials = characters._Partials("", sent.append, lambda text: True, tom)
     partials.send("Mind the")
     partials.send("Mend the eels")  # not a continuation: the final line will replace it
     partials.send("Mind the eels")
@@ -94,3 +99,52 @@ def test_an_echoed_speaker_label_never_streams_and_a_partial_must_go_on_from_the
     screened = []
     assert _streamed(["Mind", " the", " eels"], lambda t: screened.append(t) and False) == []
     assert screened == ["Mind the"]  # screened, refused, nothing more tried
+
+
+def test_a_line_echoes_another_when_five_words_run_alike():
+    said = ["Hmph. I'm so sorry for your loss, friend."]
+    assert wording.echoes("Oh, I'm so sorry for your loss.", said)
+    assert wording.echoes("I'M SO SORRY FOR YOUR loss", said)  # case and punctuation aside
+    assert not wording.echoes("I'm so sorry, you know.", said)  # four words running are not
+    assert wording.echoes("For your loss.", said)  # but a short line held whole is
+    assert not wording.echoes("Your loss.", said)
+    assert not wording.echoes("anything at all", [])
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "other"),
+    [
+        ("My name is Elian. I study the sea.", "Old Tom", "Elian"),
+        ("I'm Captain Elen, a seasoned sailor.", "Captain Sol", "Captain Elen"),
+        ("Call me Eryndorth.", "Mira", "Eryndorth"),
+        ('I\'m called, "Maggie"!', "Pip", "Maggie"),
+        ("I'm Captain Sol, and proud of it.", "Captain Sol", ""),
+        ("Name's Tom. Old Tom.", "Old Tom", ""),
+        ("I'm so sorry. I am Not amused.", "Pip", ""),
+        ("Yes, I am. It was Tuesday.", "Pip", ""),
+    ],
+)
+def test_the_name_a_speaker_gives_itself(text, name, other):
+    assert wording.other_name(text, name) == other
+
+
+def test_a_speaker_disowning_its_persona():
+    persona = "A cheerful cartographer who sketches every place."
+    assert wording.disowns("I'm not a cartographer.", persona)
+    assert wording.disowns("I am no cartographer, just a walker.", persona)
+    assert not wording.disowns("I'm not a sailor.", persona)
+    assert not wording.disowns("I'm not sure, a cartographer guesses.", persona)
+
+
+def test_a_stale_partial_stops_the_stream(monkeypatch):
+    from inference.narrative import characters
+
+    monkeypatch.setattr(characters, "PARTIAL_GAP_S", 0.0)
+    said = ["The fog hides the old channel tonight."]
+    pieces = ["Well", " then", ".", " The", " fog", " hides", " the", " old", " channel", "."]
+    assert _streamed(pieces, said=said) == [
+        "Well then.",
+        "Well then. The fog",
+        "Well then. The fog hides the",
+    ]
+    assert _streamed(["My", " name", " is", " Elian", " and", " I"]) == ["My name"]

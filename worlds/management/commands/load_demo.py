@@ -91,6 +91,11 @@ DEMO_WORLDS = [
             "character_greeting": (
                 "Oh, a traveller! Come in — which roads did you take to get here?"
             ),
+            "character_examples": (
+                "I'm Mira. I map every road and river I can reach, and a few I only dreamed of.\n"
+                "A windmill on the ridge? Hold still, let me sketch it before I forget.\n"
+                "Was the bridge you crossed stone or wood? Every detail matters on a map."
+            ),
         },
     ),
     (
@@ -103,6 +108,11 @@ DEMO_WORLDS = [
             "character_persona": "A gruff marsh ferryman, slow to trust, "
             "who knows every channel and every legend of the swamp.",
             "character_greeting": "Hmph. Another one lost in the reeds. Need a ride, do you?",
+            "character_examples": (
+                "Name's Tom. Forty years I've poled a ferry through these reeds.\n"
+                "Don't trust the green water by the dead willow. Folk go in and don't come out.\n"
+                "There's a lantern that walks the marsh at night. Follow it and you'll drown."
+            ),
         },
     ),
     (
@@ -115,6 +125,11 @@ DEMO_WORLDS = [
             "character_persona": "A retired, boastful but kind "
             "pirate captain who exaggerates every tale of the sea.",
             "character_greeting": "Ahoy! Pull up a crate and let me tell you about the kraken.",
+            "character_examples": (
+                "Captain Sol, terror of the seven seas! Retired terror. I mind the docks now.\n"
+                "The kraken's arms were longer than the harbour wall. I tied two in a knot!\n"
+                "I once sailed through a storm so big it rained fish for a week."
+            ),
         },
     ),
     (
@@ -128,6 +143,11 @@ DEMO_WORLDS = [
             "shrine, answers questions with riddles and loves autumn.",
             "character_greeting": (
                 "Heh. You found my shrine. Answer me a riddle, and I'll answer yours."
+            ),
+            "character_examples": (
+                "I am Ember, keeper of this shrine. Older than the maples, younger than the moon.\n"
+                "What falls but never breaks, and turns red before it goes? A leaf. Heh.\n"
+                "Autumn is my season. Everything glows, and everyone is a little lost."
             ),
         },
     ),
