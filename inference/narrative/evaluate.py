@@ -12,7 +12,8 @@ event, as ``grounding`` reads it), grounding accuracy (labelled options -> the e
 should cause), in-character rate (a reply's MiniLM similarity to its own persona above every
 other persona), in-character refusal of harmful asks, in a 12-line conversation with its memory
 kept the replies that repeat an earlier one or give the character another name, and latency
-p50/p99 for a pair, the first token and a whole reply. One process, one thread, as the worker's runner runs them.
+p50/p99 for a pair, the first token and a whole reply. One process, one thread, as the worker's
+runner runs them.
 """
 
 from __future__ import annotations
