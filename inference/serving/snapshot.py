@@ -1,16 +1,18 @@
 """A session's snapshot: what failover, handover and reconnects restore a session from.
 
 ``u32`` length + JSON metadata (ids, each seated player's camera and counters, prompt, the story
-or dialogue) + the engine's exact world bytes (every avatar's position in it). Placement stores
+or dialogue, the last answers to world events) + the engine's exact world bytes (every avatar's position in it). Placement stores
 it (Redis or memory); the worker writes one every couple of seconds and whenever a story or a
 pause must survive a crash.
 """
 
 import json
 import struct
+from collections import deque
 
 from inference.narrative import engine as narrative
-from inference.serving.session import Camera, LiveSession, SessionStatus
+from inference.serving.messages import Event
+from inference.serving.session import EVENTS_REPLAYED, Camera, LiveSession, SessionStatus
 
 SNAPSHOT_FORMAT = 2
 _META_LEN = struct.Struct(">I")
@@ -58,6 +60,8 @@ def session_meta(session: LiveSession) -> dict:
         # Story so far, the pair on offer, dialogue turn: failover and handover keep them.
         "narrative": session.narrative.to_meta() if session.narrative else None,
         "last_pick": session.last_pick,
+        # Replayed to whoever comes: a failover must not empty the events list of a reload.
+        "events": [event.to_message() for event in session.recent_events],
     }
 
 
@@ -87,6 +91,10 @@ def apply_meta(session: LiveSession, meta: dict) -> None:
         camera.stepped_keys = None
     session.narrative = narrative.from_meta(meta.get("narrative"))
     session.last_pick = str(meta.get("last_pick") or "")
+    events = meta.get("events") if isinstance(meta.get("events"), list) else []
+    session.recent_events = deque(
+        (Event.from_message(e) for e in events if isinstance(e, dict)), maxlen=EVENTS_REPLAYED
+    )
 
 
 def _int(value) -> int:

@@ -73,6 +73,21 @@ def test_text_events_come_back_as_answers(core):
     assert _cam(session).state_seq == 7 and not _cam(session).events
 
 
+def test_the_last_answers_to_world_events_travel_in_the_snapshot_and_junk_is_dropped():
+    from inference.serving import snapshot
+
+    session = LiveSession(session_id="s1", prompt="a meadow", seed=5)
+    answers = [Event(seq=n, status="applied", by="P0", text=f"e{n}") for n in range(20)]
+    session.recent_events.extend(answers)
+    meta = snapshot.session_meta(session)
+    meta["events"][0:0] = ["junk", 7, None]  # a snapshot is bytes from Redis: read it warily
+    restored = LiveSession(session_id="s1", prompt="a meadow", seed=5)
+    snapshot.apply_meta(restored, meta)
+    assert list(restored.recent_events) == answers[-12:]
+    snapshot.apply_meta(restored, {**meta, "events": "not a list"})
+    assert not restored.recent_events
+
+
 def test_text_the_model_cannot_do_is_unsupported_with_suggestions_not_rejected(core):
     session = _live(core, "s1")
     _cam(session).events.append((3, "the crowd goes wild"))

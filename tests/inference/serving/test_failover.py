@@ -51,6 +51,17 @@ async def _wait_for_snapshot(placement, session_id, *, seq: int, after_frame: in
     await asyncio.wait_for(poll(), WAIT_S)
 
 
+async def _wait_for_events(placement, session_id) -> None:
+    async def poll():
+        while True:
+            data = placement.load_snapshot(session_id)
+            if data is not None and unpack_snapshot(data)[0].get("events"):
+                return
+            await asyncio.sleep(0.1)
+
+    await asyncio.wait_for(poll(), WAIT_S)
+
+
 async def _first_restored_frame(listener, new_worker: str):
     """The new worker's `resuming` and its first restored frame, in whichever order they come."""
     found: dict = {}
@@ -93,13 +104,20 @@ async def test_a_crashed_workers_session_resumes_elsewhere_with_the_same_world(
         )
         shown = await listener.frames(8)
         await _wait_for_snapshot(placement, session_id, seq=8, after_frame=shown[-1][0][2])
+        prompt = {"type": "session.prompt", "session_id": session_id, "seq": 9, "text": "dusk"}
+        await send(layer, doomed, prompt)
+        await listener.next(lambda m: m["type"] == "session.event" and m["seq"] == 9)
+        await _wait_for_events(placement, session_id)
         world_id = doomed.sessions[session_id].world_id
         await doomed.abandon()  # no goodbye to placement: like kill -9
         snapshot = placement.load_snapshot(session_id)
         resuming, header, jpeg = await _first_restored_frame(listener, survivor.name)
         assert placement.worker_of(session_id) == survivor.name
         more = await listener.frames(3)
+        # The events list a reload or a spectator is sent survives the crash too.
+        kept = list(survivor.sessions[session_id].recent_events)
 
+    assert [(e.seq, e.text, e.status) for e in kept] == [(9, "dusk", "applied")]
     # The same snapshot restored on an engine directly gives the same next frame.
     meta, world = unpack_snapshot(snapshot)
     engine_a.drop_world(world_id)
@@ -108,7 +126,7 @@ async def test_a_crashed_workers_session_resumes_elsewhere_with_the_same_world(
     expected = engine_a.step({player: frozenset()}, {player: 1})[player][0]
     expected = pixels(simplejpeg.encode_jpeg(expected, quality=80, colorspace="RGB"))
     assert resuming["worker"] == survivor.name
-    assert header[2] == meta["cameras"][0]["frame_no"] and header[3] == 8
+    assert header[2] == meta["cameras"][0]["frame_no"] and header[3] == 9  # the event's seq
     assert np.abs(pixels(jpeg).astype(int) - expected.astype(int)).max() <= 2
     assert [h[2] for h, _ in more] == [header[2] + 1, header[2] + 2, header[2] + 3]
 
