@@ -1,9 +1,9 @@
 """A session's snapshot: what failover, handover and reconnects restore a session from.
 
 ``u32`` length + JSON metadata (ids, each seated player's camera and counters, prompt, the story
-or dialogue, the last answers to world events) + the engine's exact world bytes (every avatar's position in it). Placement stores
-it (Redis or memory); the worker writes one every couple of seconds and whenever a story or a
-pause must survive a crash.
+or dialogue, the last answers to world events) + the engine's exact world bytes (every avatar's
+position in it). Placement stores it (Redis or memory); the worker writes one every couple of
+seconds and whenever a story or a pause must survive a crash.
 """
 
 import json
