@@ -47,6 +47,9 @@ class Sampling:
     repeat_penalty: float = 1.15  # llama.cpp's; the openai backend sends frequency_penalty
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    # Lines the output must not repeat AVOID_RUN tokens running of (the embedded decoder bans
+    # the token that would; a server has no such option, and the caller's checks stand alone).
+    avoid: tuple[str, ...] = ()
 
 
 class LanguageModel(Protocol):

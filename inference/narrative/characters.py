@@ -228,7 +228,7 @@ def _written(
     """One reply the model writes after ``prefix``, cut to whole sentences, less those that
     are not `fresh` against what the character has `said`, not yet screened; `key` seeds its
     sampling."""
-    sampling = replace(REPLY_SAMPLING, seed=zlib.crc32(key.encode()))
+    sampling = replace(REPLY_SAMPLING, seed=zlib.crc32(key.encode()), avoid=tuple(said))
     most = 1 if prefix else 2  # sentences the model adds
     raw = wording.read_stream(
         lm.chat(messages(character, world, line), sampling, prefill=prefix),

@@ -47,6 +47,11 @@ log = logging.getLogger(__name__)
 TOP_K = 40
 MIN_P = 0.05
 PENALTY_LAST_N = 64
+# A request's output may not repeat this many tokens running of its `Sampling.avoid` lines (as
+# transformers' encoder_no_repeat_ngram_size): the token that would complete such a run is
+# banned. A character's replies otherwise copied its earlier ones turn after turn, and each
+# copy dropped afterwards cost a second writing (``characters.fresh``).
+AVOID_RUN = 4
 MIN_SHARED = 16  # fewer shared tokens than this and a request takes the least recently used slot
 # At most this many tokens in one step: newcomers' prompts go in chunks. With a KV stream per
 # sequence llama.cpp runs a step as one pass over the weights per run length (the decoding
@@ -102,6 +107,7 @@ class Request:
     rng: np.random.Generator | None = None
     queued_at: float = field(default_factory=time.monotonic)
     stats: RequestStats | None = None  # filled in as it runs; kept in ``finished`` after
+    bans: dict[tuple[int, ...], list[int]] = field(default_factory=dict)  # ``run_bans``
 
 
 @dataclass
@@ -167,15 +173,32 @@ class StreamText:
         return piece
 
 
-def sample(logits: np.ndarray, recent: list[int], s: Sampling, rng: np.random.Generator) -> int:
+def run_bans(lines: list[list[int]], run: int = AVOID_RUN) -> dict[tuple[int, ...], list[int]]:
+    """For tokenised lines: each `run - 1` tokens running -> the tokens that followed them."""
+    bans: dict[tuple[int, ...], set[int]] = {}
+    for tokens in lines:
+        for i in range(len(tokens) - run + 1):
+            bans.setdefault(tuple(tokens[i : i + run - 1]), set()).add(tokens[i + run - 1])
+    return {head: sorted(nexts) for head, nexts in bans.items()}
+
+
+def sample(
+    logits: np.ndarray,
+    recent: list[int],
+    s: Sampling,
+    rng: np.random.Generator,
+    banned: list[int] | None = None,
+) -> int:
     """One token from a sequence's logits (n_vocab,), picked as llama.cpp's sampler chain picks
     it: penalty on the recently generated tokens, top-k, top-p, min-p, temperature (0: the most
-    likely token)."""
+    likely token); never one of `banned`."""
     logits = np.array(logits, dtype=np.float32)  # a copy: llama.cpp owns the buffer
     if s.repeat_penalty != 1.0 and recent:
         seen = np.unique(np.asarray(recent[-PENALTY_LAST_N:], dtype=np.int64))
         hit = logits[seen]
         logits[seen] = np.where(hit > 0, hit / s.repeat_penalty, hit * s.repeat_penalty)
+    if banned:
+        logits[banned] = -np.inf
     if s.temperature <= 0:
         return int(np.argmax(logits))
     k = min(TOP_K, logits.size)
@@ -421,6 +444,13 @@ class BatchDecoder:
         request.evaluated = len(request.pending)
         request.status = Status.PREFILL
         request.text = StreamText(tuple(request.sampling.stop))
+        # A line mid-reply follows a space: tokenised so, its words are the tokens generated.
+        request.bans = run_bans(
+            [
+                self._model.tokenize(f" {line.strip()}".encode(), False, False)
+                for line in request.sampling.avoid
+            ]
+        )
         request.rng = np.random.default_rng(request.sampling.seed)
         request.stats = RequestStats(
             seq_id=slot.seq_id, prompt=len(tokens), reused=keep, evaluated=len(request.pending),
@@ -522,7 +552,8 @@ class BatchDecoder:
         request = slot.request
         s = request.sampling
         try:
-            token = sample(logits, request.generated, s, request.rng)
+            head = tuple(request.generated[-(AVOID_RUN - 1) :])
+            token = sample(logits, request.generated, s, request.rng, request.bans.get(head))
             request.generated.append(token)
             self.generated += 1
             if len(request.generated) == 1:

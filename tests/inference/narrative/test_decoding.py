@@ -4,6 +4,7 @@ tests use the real embedded models (lm_support.py); the rest is numpy and text."
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,6 +18,7 @@ from inference.narrative.decoding import (
     Slot,
     Status,
     StreamText,
+    run_bans,
     sample,
     split_outputs_for,
 )
@@ -222,6 +224,19 @@ def test_a_reader_that_stops_early_frees_its_sequence_for_the_others(smollm2):
     assert all(isinstance(text, str) and text.strip() for text in texts.values())
 
 
+def test_an_output_never_repeats_four_tokens_running_of_the_lines_it_must_avoid(gemma):
+    # The series the model would go on with, greedily, is one it was told not to repeat.
+    prompt = "Monday, Tuesday, Wednesday, Thursday,"
+    plain = "".join(gemma.complete(prompt, GREEDY))
+    assert "Friday, Saturday" in plain
+    avoid = "Friday, Saturday, Sunday, Monday"
+    told = "".join(gemma.complete(prompt, replace(GREEDY, avoid=(avoid,))))
+    tokens = gemma.decoder._model.tokenize(told.encode(), False, False)
+    said = gemma.decoder._model.tokenize(f" {avoid}".encode(), False, False)
+    runs = {tuple(said[i : i + 4]) for i in range(len(said) - 3)}
+    assert told.strip() and not any(tuple(tokens[i : i + 4]) in runs for i in range(len(tokens)))
+
+
 # --- sampling and text, without a model ---------------------------------------------------
 
 
@@ -237,6 +252,20 @@ def test_the_repetition_penalty_turns_away_from_a_token_just_generated():
     rng = np.random.default_rng(0)
     assert sample(logits, [1], greedy, rng) == 2
     assert logits[1] == pytest.approx(2.0)  # the model's own buffer is left alone
+
+
+def test_a_banned_token_is_never_taken_and_bans_follow_runs_of_the_lines():
+    logits = np.array([0.0, 2.0, 1.9, 0.0], dtype=np.float32)
+    rng = np.random.default_rng(0)
+    assert sample(logits, [], Sampling(temperature=0.0), rng, banned=[1]) == 2
+    assert {sample(logits, [], Sampling(temperature=2.0), rng, banned=[1]) for _ in range(50)} <= {
+        0,
+        2,
+        3,
+    }
+    bans = run_bans([[5, 6, 7, 8, 9], [5, 6, 7, 4]], run=4)
+    assert bans == {(5, 6, 7): [4, 8], (6, 7, 8): [9]}
+    assert run_bans([[1, 2, 3]], run=4) == {}  # a line shorter than a run bans nothing
 
 
 def test_top_p_and_min_p_keep_unlikely_tokens_out():
