@@ -222,13 +222,13 @@ def narrate(
         f"Then: {engine.told(picked.event)}\nNarration:"
     )
     seed = zlib.crc32(f"{picked.label}:{len(story.lines)}".encode()) & 0x7FFFFFFF
+    recent = list(story.recent_lines)
     for attempt in range(NARRATION_ATTEMPTS):
         if _late(deadline):
             break
-        sampling = replace(NARRATION_SAMPLING, seed=seed + attempt)
+        sampling = replace(NARRATION_SAMPLING, seed=seed + attempt, avoid=tuple(recent))
         text = wording.read_stream(lm.complete(prompt, sampling), deadline=deadline)
         line = wording.trim_to_sentences(text, max_chars=engine.MAX_LINE_CHARS, max_sentences=1)
-        recent = list(story.recent_lines)
         if line and tells(line, picked.event, world) and _fresh(line, recent):
             if not wording.echoes(line, recent) and screen(line):
                 return line

@@ -104,6 +104,7 @@ class ScriptedLM:
         self.lines = list(lines)
 
     def complete(self, prompt, sampling):
+        self.avoided = sampling.avoid
         yield self.lines.pop(0) if self.lines else ""
 
     def chat(self, messages, sampling, prefill=""):
@@ -135,8 +136,10 @@ def test_a_narration_ending_as_a_recent_line_did_is_not_kept():
     world = engine.apply_to_description(BEACH, picked.event)
     echo = " The fish is in the water, and a thunderstorm rolls in."
     fresh = " A fish leaps from the water at your call."
-    line = stories.narrate(ScriptedLM(echo, fresh), story, picked, world, deadline=soon())
+    lm = ScriptedLM(echo, fresh)
+    line = stories.narrate(lm, story, picked, world, deadline=soon())
     assert line == fresh.strip()
+    assert before in lm.avoided  # the embedded decoder is told not to write it again either
 
 
 def test_written_options_that_change_the_world_the_same_way_are_not_both_offered():
