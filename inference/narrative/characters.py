@@ -299,7 +299,6 @@ class _Partials:
         self._send = send
         self.screen = screen
         self.character = character
-        self.name = character.name
         self.words_sent = 0
         self.stopped = send is None
         self.last_sent = 0.0
@@ -313,7 +312,7 @@ class _Partials:
         # a second of tokens away.
         if not raw.endswith((" ", ".", ",", "!", "?")):
             raw = raw[: raw.rfind(" ") + 1]
-        text = wording.strip_role(f"{self.prefix} {raw}", [self.name])
+        text = wording.strip_role(f"{self.prefix} {raw}", [self.character.name])
         words = len(text.split())
         due = not self.last_sent or time.monotonic() - self.last_sent >= PARTIAL_GAP_S
         if due and words - self.words_sent >= PARTIAL_EVERY_WORDS:

@@ -119,7 +119,7 @@ def other_name(text: str, name: str) -> str:
     return ""
 
 
-_DISOWNED = re.compile(r"\b(?i:i'm not|i am not|i'm no|i am no)\s+(?:an?\s+)?([\w'-]+)", re.I)
+_DISOWNED = re.compile(r"\b(?:i'm not|i am not|i'm no|i am no)\s+(?:an?\s+)?([\w'-]+)", re.I)
 
 
 def disowns(text: str, persona: str) -> bool:
