@@ -25,7 +25,8 @@ _MODEL_TALK = re.compile(
     r"\b(artificial intelligence|language model|assistant|chatbot|chat bot|large language|llm|"
     r"openai|(computer )?program|trained on|virtual|smollm|gemma|hugging ?face|designed to|"
     r"here to (help|assist)|how (can|may) i (help|assist)|i can help you|your (query|request)|"
-    r"my (responses|programming|training)|a\.i\.)\b",
+    r"my (responses|programming|training)|a\.i\.|provide (you with )?information|"
+    r"(answer|help with) (your|any) questions?)\b",
     re.I,
 )
 _AI = re.compile(r"\bAIs?\b")  # upper case only: "ai" is rarely anything else, "AI" always

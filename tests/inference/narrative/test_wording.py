@@ -17,6 +17,9 @@ from inference.narrative import wording
         ('He said "the river is wide. Mind it.', "He said the river is wide. Mind it."),
         ("As an AI language model, I cannot. The river is cold.", "The river is cold."),
         ("I am an AI assistant", ""),
+        # assistant-speak SmolLM2 answered "are you an AI?" with, in a pirate's voice
+        ("I provide information to everyone. Arr, the sea!", "Arr, the sea!"),
+        ("Ask away, I answer any question. Ha!", "Ha!"),
         ("ok", ""),
     ],
 )
