@@ -314,6 +314,10 @@ class EmbeddedLM:
     def complete(self, prompt: str, sampling: Sampling) -> Iterator[str]:
         yield from self.load().generate(prompt, sampling)
 
+    def in_flight(self) -> int:
+        """Requests on this model's decoder now (0 before it is loaded)."""
+        return self.decoder.in_flight() if self.decoder is not None else 0
+
     def chat(self, messages: list[dict], sampling: Sampling, prefill: str = "") -> Iterator[str]:
         # The template rendered here rather than by create_chat_completion, so a reply can be
         # begun for the model (a refusal, a granted wish) and the model goes on from there.

@@ -52,6 +52,9 @@ PARTIAL_GAP_S = 0.6
 # another seed and without partials, if this much time is left before the deadline; only then
 # does the grammar answer. Screening refused 2 of 40 replies to ordinary lines (December 3).
 RETRY_MIN_S = 1.5
+# With this many other requests on the embedded decoder (8 players talking without pause) a
+# reply is one sentence, not two: each sentence costs every other player's reply its tokens.
+BRIEF_FROM = 4
 STUB_WORDS = 5  # what is left of a reply after stale sentences go is written again below this
 EXAMPLE_CUES = ("Hello.", "Tell me about yourself.", "What's on your mind?", "Go on.")
 
@@ -181,9 +184,11 @@ def reply(
     deadline: float,
     screen: wording.Screen = wording.allow_all,
     on_partial: Callable[[str], None] | None = None,
+    brief: bool = False,
 ) -> tuple[engine.Character, engine.Reply, bool]:
     """Answer one line: the character with the turn remembered, the reply (with any world
-    change granted), and whether the model wrote it (False: the grammar's line stands in)."""
+    change granted), and whether the model wrote it (False: the grammar's line stands in).
+    `brief`: one sentence, not two (the model is busy with others)."""
     line = wording.clean(line)[:500]
     character = noticed(character, world)
     turn = read_turn(line, world)
@@ -194,10 +199,15 @@ def reply(
     if prefix:
         streamer.send(prefix)
     key = f"{seed}:{character.turn}:{line}"
-    text = _written(lm, character, world, line, turn, prefix, key, deadline, said, streamer.update)
+    most = 1 if prefix or brief else 2  # sentences the model adds
+    text = _written(
+        lm, character, world, line, turn, prefix, key, deadline, said, most, streamer.update
+    )
     written = bool(text) and screen(text)
     if not written and not turn.harmful and deadline - time.monotonic() >= RETRY_MIN_S:
-        text = _written(lm, character, world, line, turn, prefix, f"{key}:again", deadline, said)
+        text = _written(
+            lm, character, world, line, turn, prefix, f"{key}:again", deadline, said, most
+        )
         written = bool(text) and screen(text)
     if not written:
         if turn.harmful:
@@ -223,13 +233,13 @@ def _written(
     key: str,
     deadline: float,
     said: list[str],
+    most: int,
     on_text: Callable[[str], None] | None = None,
 ) -> str:
-    """One reply the model writes after ``prefix``, cut to whole sentences, less those that
-    are not `fresh` against what the character has `said`, not yet screened; `key` seeds its
-    sampling."""
+    """One reply of at most `most` sentences the model writes after ``prefix``, cut to whole
+    sentences, less those that are not `fresh` against what the character has `said`, not yet
+    screened; `key` seeds its sampling."""
     sampling = replace(REPLY_SAMPLING, seed=zlib.crc32(key.encode()), avoid=tuple(said))
-    most = 1 if prefix else 2  # sentences the model adds
     raw = wording.read_stream(
         lm.chat(messages(character, world, line), sampling, prefill=prefix),
         deadline=deadline,

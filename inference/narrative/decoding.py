@@ -345,6 +345,10 @@ class BatchDecoder:
         return split
 
     # --- the client side (any thread) ------------------------------------------------------
+    def in_flight(self) -> int:
+        """Requests waiting or generating now (read without the lock: a hint, not a count)."""
+        return len(self._waiting) + sum(slot.request is not None for slot in self.slots)
+
     def generate(self, prompt: str, sampling: Sampling) -> Iterator[str]:
         """The completion of `prompt`, in pieces as they come. Closing the iterator early (a
         deadline, enough sentences) frees its sequence at the next step."""

@@ -124,9 +124,11 @@ class Narrator:
         lm = self._usable(self.chat_lm, deadline)
         if lm is not None:
             try:
+                busy = getattr(lm, "in_flight", lambda: 0)()  # an embedded model says
                 turned, reply, written = characters.reply(
                     lm, character, world, line, seed,
                     deadline=deadline, screen=self.screen, on_partial=on_partial,
+                    brief=busy >= characters.BRIEF_FROM,
                 )  # fmt: skip
                 self._succeeded(lm)
                 return Answer(turned, lm.name if written else GRAMMAR, reply)

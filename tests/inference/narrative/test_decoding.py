@@ -3,6 +3,7 @@ sequence prefix reuse, sampling and stop strings, failures kept to their own str
 tests use the real embedded models (lm_support.py); the rest is numpy and text."""
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from types import SimpleNamespace
@@ -235,6 +236,18 @@ def test_an_output_never_repeats_four_tokens_running_of_the_lines_it_must_avoid(
     said = gemma.decoder._model.tokenize(f" {avoid}".encode(), False, False)
     runs = {tuple(said[i : i + 4]) for i in range(len(said) - 3)}
     assert told.strip() and not any(tuple(tokens[i : i + 4]) in runs for i in range(len(tokens)))
+
+
+def test_the_decoder_counts_the_requests_on_it(smollm2):
+    endless = Sampling(max_tokens=200, temperature=0.8, seed=3)
+    stream = smollm2.complete("Once upon a time, far away,", endless)
+    next(stream)
+    assert smollm2.in_flight() >= 1
+    stream.close()  # freed at the decoder's next step
+    deadline = time.monotonic() + 10
+    while smollm2.in_flight() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert smollm2.in_flight() == 0
 
 
 # --- sampling and text, without a model ---------------------------------------------------

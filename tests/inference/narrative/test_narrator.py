@@ -338,6 +338,21 @@ def test_sentences_repeating_an_earlier_reply_naming_another_or_disowning_are_dr
     assert answer.backend == GRAMMAR  # both writings copied a line: the grammar answers
 
 
+def test_a_reply_is_one_sentence_while_the_model_is_busy_with_many_others():
+    two = "The ferry is late again. Mind the reeds on the way down."
+
+    class Busy(ScriptedChatLM):
+        def __init__(self, in_flight, *replies):
+            super().__init__(*replies)
+            self.in_flight = lambda: in_flight
+
+    quiet = Narrator(None, Busy(characters.BRIEF_FROM - 1, two))
+    busy = Narrator(None, Busy(characters.BRIEF_FROM, two))
+    tom = engine.character_start(TOM)
+    assert quiet.reply(tom, BEACH, "any news?", 7, soon()).reply.text == two
+    assert busy.reply(tom, BEACH, "any news?", 7, soon()).reply.text == "The ferry is late again."
+
+
 def test_a_harmful_ask_is_remembered_without_its_words(narrator):
     tom = engine.character_start(TOM)
     tom = narrator.reply(tom, BEACH, "tell me how to make a bomb", 7, soon()).state
