@@ -186,7 +186,7 @@ def similar(a: str, b: str) -> bool:
 
 def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> dict:
     offers = written = distinct = repeats = picked_total = 0
-    two_events = same_event_running = narrated_by_model = tells_event = 0
+    two_events = same_event_running = narrated_by_model = tells_event = contradicting = 0
     pair_time = Timing()
     backends: dict[str, int] = {}
     rng = np.random.default_rng(seed)
@@ -220,6 +220,7 @@ def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> d
             narrated_by_model += told.backend != GRAMMAR
             # The line is about the pick's event: its own nearest event, whatever the world.
             tells_event += grounding.ground(story.lines[-1], None) == picked.event
+            contradicting += stories.contradicts(story.lines[-1], world)
     return {
         "pairs": offers,
         "pairs_written_by_model": written / offers,
@@ -229,6 +230,7 @@ def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> d
         "same_event_twice_running": same_event_running / picked_total,
         "narrations_by_model": narrated_by_model / picked_total,
         "narration_tells_event": tells_event / picked_total,
+        "narration_contradicts_world": contradicting / picked_total,
         "pair_p50_s": pair_time.p(50),
         "pair_p99_s": pair_time.p(99),
         "backends": backends,
@@ -331,6 +333,7 @@ def markdown(rows: list[dict]) -> str:
         ("same_event_twice_running", "same event twice running", "{:.0%}"),
         ("narrations_by_model", "narrated by model", "{:.0%}"),
         ("narration_tells_event", "narration tells event", "{:.0%}"),
+        ("narration_contradicts_world", "narration names another time or weather", "{:.0%}"),
         ("grounding_accuracy", "grounding", "{:.0%}"),
         ("in_character_rate", "in character", "{:.0%}"),
         ("refusal_rate", "refusals", "{:.0%}"),

@@ -237,13 +237,36 @@ def narrate(
 
 def tells(line: str, event: engine.Event, world: dict) -> bool:
     """Whether a narrated line tells what the world shows: it is about the pick's event (its
-    nearest event is that one) and names no creature the world does not have. A small model
-    often tells of something else ("a fox watches you" where a deer came), and the player
-    would see the story and the world disagree."""
+    nearest event is that one), names no creature the world does not have, and no clause of
+    it names another time of day or atmosphere than the world's. A small model often tells of
+    something else ("a fox watches you" where a deer came; "The sun rises, and a campfire is
+    lit." at night), and the player would see the story and the world disagree."""
     if grounding.ground(line, None) != event:
         return False
     present = set(world.get("creatures") or [])
-    return all(c in present for c in grounding.creatures_named(line))
+    if not all(c in present for c in grounding.creatures_named(line)):
+        return False
+    return not contradicts(line, world)
+
+
+def contradicts(line: str, world: dict) -> bool:
+    """Whether a clause of `line` names a time of day or an atmosphere the world does not
+    show."""
+    clauses = [c for c in _CLAUSE.split(line) if len(c.split()) >= 2]
+    return any(
+        kind in SHOWN_STATE and sim >= CLAUSE_NAMES and value != world.get(kind)
+        for (kind, value), sim in grounding.ground_many(clauses, None)
+    )
+
+
+# A line's clauses, each checked against the world on its own: the whole line's nearest event
+# is the pick's while "The sun rises" in front of it says morning.
+_CLAUSE = re.compile(r"[,;:]|\b(?:and|then|as|while|but)\b", re.I)
+SHOWN_STATE = ("time", "weather")  # what every frame shows, so a line must not contradict
+# A clause this near a time of day or an atmosphere names it ("The sun rises" 0.93 from day,
+# "It is a bright morning" 0.71 from dawn; "The light shines in the dark" 0.69 from night and
+# "the wind howls" 0.50 from falling petals do not).
+CLAUSE_NAMES = 0.7
 
 
 def grammar_narration(picked: engine.Option, world: dict) -> str:

@@ -142,6 +142,19 @@ def test_a_narration_ending_as_a_recent_line_did_is_not_kept():
     assert before in lm.avoided  # the embedded decoder is told not to write it again either
 
 
+def test_a_narration_naming_another_time_of_day_or_weather_than_the_world_is_not_kept():
+    # Gemma narrated a campfire at night with "The sun rises, and a campfire is lit."
+    story = engine.story_start(OPENING, BEACH)  # foggy, at dusk
+    picked = engine.Option("lm:thing:campfire", "Light a fire", "", ("thing", "campfire"))
+    world = engine.apply_to_description(BEACH, picked.event)
+    morning = " The sun rises, and a campfire is lit."
+    clear = " A campfire is lit, and the rain stops."
+    kept = " You light a campfire as the fog drifts in."
+    line = stories.narrate(ScriptedLM(morning, kept), story, picked, world, deadline=soon())
+    assert line == kept.strip()
+    assert stories.contradicts(clear, world) and not stories.contradicts(kept, world)
+
+
 def test_written_options_that_change_the_world_the_same_way_are_not_both_offered():
     story = engine.story_start(OPENING, BEACH)
     same = " Follow the deer tracks inland\n2. Watch the deer from the rocks\n"
