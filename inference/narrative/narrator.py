@@ -124,7 +124,7 @@ class Narrator:
         lm = self._usable(self.chat_lm, deadline)
         if lm is not None:
             try:
-                busy = getattr(lm, "in_flight", lambda: 0)()  # an embedded model says
+                busy = getattr(lm, "in_flight", lambda: 0)()  # a server does not say: 0
                 turned, reply, written = characters.reply(
                     lm, character, world, line, seed,
                     deadline=deadline, screen=self.screen, on_partial=on_partial,
