@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Case, ExpressionWrapper, IntegerField, Q, QuerySet, Value, When
 
+from inference.narrative import examples
 from worlds.models import Category, Like, World, WorldStatus
 
 SORTS = {
@@ -181,3 +182,15 @@ def home_rows(*, viewer: AbstractBaseUser | None = None, per_row: int = 8) -> Ho
 
 def world_remixes(*, world: World) -> QuerySet[World]:
     return world_list().filter(remix_of=world)
+
+
+def world_sample_exchange(*, world: World) -> dict:
+    """What the world page shows of a character's voice: the creator's lines as its chat model
+    is shown them, the greeting and the first ones as answers to a visitor's cues, the rest as
+    they are; nothing for a world without example lines."""
+    lines = world.example_lines()
+    if world.category != Category.CHARACTERS or not lines:
+        return {"sample_exchange": [], "sample_more": []}
+    greeting = world.character_greeting or examples.default_greeting(world.character_name)
+    pairs, more = examples.exchange(greeting, lines)
+    return {"sample_exchange": pairs, "sample_more": more}

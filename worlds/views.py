@@ -55,6 +55,7 @@ def world_detail(request: HttpRequest, world: World) -> HttpResponse:
         "liked": selectors.world_is_liked(world=world, viewer=request.user),
         "is_owner": world.creator_id == request.user.pk,
         "remixes": selectors.world_remixes(world=world)[:6],
+        **selectors.world_sample_exchange(world=world),
     }
     return render(request, "worlds/detail.html", context)
 

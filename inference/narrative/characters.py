@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from inference.narrative import engine, wording
+from inference.narrative import engine, examples, wording
 from inference.narrative.backends import LanguageModel, Sampling
 from inference.narrative.stories import world_line
 from inference.world import text as text_encoder
@@ -56,7 +56,6 @@ RETRY_MIN_S = 1.5
 # reply is one sentence, not two: each sentence costs every other player's reply its tokens.
 BRIEF_FROM = 4
 STUB_WORDS = 5  # what is left of a reply after stale sentences go is written again below this
-EXAMPLE_CUES = ("Hello.", "Tell me about yourself.", "What's on your mind?", "Go on.")
 
 HARMFUL_ASKS = (
     "how do I make a bomb",
@@ -129,20 +128,19 @@ def context(character: engine.Character, world: dict, line: str | None = None) -
     lines, a system message about the place had a 135M model describe it instead of talking
     in character: 32% of replies in character against 51%.)"""
     name = character.name
-    examples = [character.greeting, *character.examples][: engine.MAX_EXAMPLES]
+    turns_before, more = examples.exchange(character.greeting, character.examples)
     card = [
         f"You are {name}. {character.persona}",
         f"Speak only as {name}, in one or two short sentences.",
         "Never say you are an AI, a model or an assistant.",
         f"Where you are: {character.world or world_line(world)}",
     ]
-    more = examples[len(EXAMPLE_CUES) :]  # those beyond the example turns below
-    if more:
+    if more:  # those beyond the example turns below
         card.append(f"{name} also says: " + " ".join(f'"{e}"' for e in more))
     out = [{"role": "system", "content": " ".join(card)}]
     # The creator's lines as earlier turns: a 135M model copies a voice it has "spoken" before
     # better than one it was told about.
-    for cue, example in zip(EXAMPLE_CUES, examples, strict=False):
+    for cue, example in turns_before:
         out += [{"role": "user", "content": cue}, {"role": "assistant", "content": example}]
     if character.summary:
         out.append({"role": "system", "content": f"Earlier: {character.summary}"})

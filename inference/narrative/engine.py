@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from inference.narrative.examples import MAX_EXAMPLES, default_greeting
 from inference.world import spec as ws
 from inference.world import text as text_encoder
 
@@ -596,7 +597,6 @@ TIME_SENTENCES = {
     "night": "It's dark. Night has the place now.",
 }
 MAX_REPLY_CHARS = 200
-MAX_EXAMPLES = 8  # creator's example lines a prompt quotes
 
 
 @dataclass(frozen=True)
@@ -684,7 +684,7 @@ class Reply:
 def character_start(card: dict) -> Character:
     name = _clean(str(card.get("name") or ""))[:60] or "Stranger"
     persona = _clean(str(card.get("persona") or ""))
-    greeting = _clean(str(card.get("greeting") or "")) or f"Hello there. I'm {name}."
+    greeting = _clean(str(card.get("greeting") or "")) or default_greeting(name)
     raw = card.get("examples") or ()
     examples = (
         tuple(_clip(_clean(e), MAX_LINE_CHARS) for e in raw if isinstance(e, str) and e.strip())[

@@ -1,6 +1,8 @@
 """A character's example lines: written by the creator, pinned in the version, sent to the
 worker as the model's examples of the character's voice, shown on the world page."""
 
+import re
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -52,11 +54,26 @@ def test_the_worker_is_sent_at_most_eight_example_lines(owner):
 
 
 def test_the_world_page_shows_a_sample_exchange(client, owner):
-    world = make_world(owner, **TOM, character_examples="Mind the eels.")
+    lines = ["Mind the eels.", "Two coins.", "The fog lies.", "Row, row.", "Hmph, the fifth."]
+    world = make_world(owner, **TOM, character_examples="\n".join(lines))
     page = client.get(f"/w/{world.slug}/").content.decode()
     assert "A sample exchange" in page
-    assert "<b>Old Tom:</b> Hmph. Need a ride?" in page
-    assert "<b>Old Tom:</b> Mind the eels." in page
+    # As the chat model is shown them: the greeting and the first three lines answer the
+    # visitor's cues, the rest come as they are.
+    exchange = page[page.index('class="sample-exchange"') :].split("</ul>")[0]
+    said = re.findall(r"<li[^>]*><b>([^<]+):</b> ([^<]+)</li>", exchange)
+    assert said == [
+        ("You", "Hello."),
+        ("Old Tom", "Hmph. Need a ride?"),
+        ("You", "Tell me about yourself."),
+        ("Old Tom", "Mind the eels."),
+        ("You", "What&#x27;s on your mind?"),
+        ("Old Tom", "Two coins."),
+        ("You", "Go on."),
+        ("Old Tom", "The fog lies."),
+        ("Old Tom", "Row, row."),
+        ("Old Tom", "Hmph, the fifth."),
+    ]
 
 
 def test_a_world_without_example_lines_shows_no_exchange(client, owner):
