@@ -26,7 +26,7 @@ def _table() -> dict[str, str]:
     out = {}
     for char, alikes in json.loads(text).items():
         ascii_ = sorted(a["c"] for a in alikes if a["c"].isascii() and a["c"].isalnum())
-        if not char.isascii() and len(ascii_[:1][0] if ascii_ else "") == 1:
+        if not char.isascii() and ascii_ and len(ascii_[0]) == 1:  # "rn" for "m" is two
             out[char] = ascii_[0]
     return out
 
