@@ -23,6 +23,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import simplejpeg
 
@@ -47,12 +48,22 @@ class Batch:
     answers_to: set[str]  # cameras (player ids) whose keys changed or that sent an event
 
 
+class Answer(NamedTuple):
+    """One event text's outcome, made on the engine thread."""
+
+    player_id: str
+    seq: int
+    status: str  # applied / unsupported / error
+    reason: str | None
+    text: str
+    suggest: tuple[str, ...] = ()  # for unsupported: events the model can do, nearest first
+
+
 @dataclass
 class StepResult:
     """What the engine thread made: event answers, JPEG frames per player, failed sessions."""
 
-    # (player id, seq, status: applied / unsupported / error, reason, text)
-    answers: list[tuple[str, int, str, str | None, str]]
+    answers: list[Answer]
     frames: dict[str, list[bytes]]
     failed: list[str]  # session ids
 
@@ -175,14 +186,18 @@ class EngineCore:
             for seq, text in items:
                 try:
                     self.engine.apply_event(world_id, text, near=player_id)
-                    answers.append((player_id, seq, "applied", None, text))
+                    answers.append(Answer(player_id, seq, "applied", None, text))
                 except UnsupportedEvent as exc:
-                    answers.append((player_id, seq, "unsupported", str(exc), text))
+                    answers.append(
+                        Answer(player_id, seq, "unsupported", str(exc), text, exc.suggest)
+                    )
                 except PromptError as exc:  # the sender's error: "rejected" is moderation's
-                    answers.append((player_id, seq, "error", str(exc) or "bad text", text))
+                    answers.append(Answer(player_id, seq, "error", str(exc) or "bad text", text))
                 except Exception:
                     log.exception("event failed in %s", camera.session_id)
-                    answers.append((player_id, seq, "error", "The world could not apply it.", text))
+                    answers.append(
+                        Answer(player_id, seq, "error", "The world could not apply it.", text)
+                    )
         failed = []
         try:
             out = self.engine.step(plan.keys, plan.chunk)
@@ -215,7 +230,7 @@ class EngineCore:
         self._step_s += 0.2 * (took - self._step_s)  # for the low-water mark
         self._frame_s += 0.2 * (took / max(1, batch.plan.frames) - self._frame_s)
         outputs = StepOutputs(failed=[s for s in result.failed if s in self.sessions])
-        for player_id, seq, status, reason, text in result.answers:
+        for player_id, seq, status, reason, text, suggest in result.answers:
             camera = batch.by_player[player_id]
             session = self.sessions.get(camera.session_id)
             if status == "applied":
@@ -227,7 +242,8 @@ class EngineCore:
                 error = Error("event_failed", reason or "", slot=camera.slot, seq=seq)
                 outputs.events.append((camera.session_id, error))
                 continue
-            suggest = EVENT_SUGGESTIONS[:4] if status == "unsupported" else ()
+            if status == "unsupported" and not suggest:
+                suggest = EVENT_SUGGESTIONS[:4]
             answer = Event(
                 seq, status, reason, by=camera.name, slot=camera.slot, suggest=suggest, text=text
             )

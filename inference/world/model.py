@@ -44,7 +44,7 @@ EVENT_HEADS = {
 }
 
 
-NAME_KINDS = ("biome", "weather", "time", "other", "creature", "thing")
+NAME_KINDS = ("biome", "weather", "time", "other", "creature", "thing", "unknown")
 
 
 @dataclass
@@ -472,7 +472,8 @@ class WorldModel(nn.Module):
         # short phrases are matched to them by meaning beside what the prompt heads read off
         # the whole sentence. name_kinds: NAME_KINDS index; name_ids: the concept's index in
         # its list (BIOMES, WEATHERS, TIMES, CREATURES, THINGS; 0 for "other": scene details,
-        # names that only take a phrase away from the rest).
+        # names that only take a phrase away from the rest; 0 for "unknown": creatures and
+        # things the model does not have).
         self.register_buffer("name_vecs", torch.zeros(cfg.names, cfg.text_dim))
         self.register_buffer("name_kinds", torch.zeros(cfg.names, dtype=torch.long))
         self.register_buffer("name_ids", torch.zeros(cfg.names, dtype=torch.long))

@@ -8,6 +8,7 @@ from inference.serving.core import EngineCore
 from inference.serving.frames import decode_header, frame_jpeg
 from inference.serving.messages import Event
 from inference.serving.session import Camera, LiveSession, SessionStatus
+from inference.world import spec as ws
 
 
 @pytest.fixture
@@ -93,7 +94,12 @@ def test_text_the_model_cannot_do_is_unsupported_with_suggestions_not_rejected(c
     _cam(session).events.append((3, "the crowd goes wild"))
     ((_, answer),) = _step(core, now=1.0).events
     assert answer.status == "unsupported" and answer.reason
-    assert len(answer.suggest) >= 3 and all(isinstance(s, str) and s for s in answer.suggest)
+    plain = {p for by in ws.EVENT_PHRASES.values() for p in by.values()}
+    assert len(answer.suggest) == 4 and set(answer.suggest) <= plain
+    # what is offered is what comes nearest in meaning: a deer for a horse
+    _cam(session).events.append((4, "a horse gallops by"))
+    ((_, answer),) = _step(core, now=2.0).events
+    assert answer.suggest[0] == ws.EVENT_PHRASES["creature"]["deer"]
 
 
 def test_each_player_of_a_shared_world_gets_their_own_camera(core):

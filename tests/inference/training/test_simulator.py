@@ -1,7 +1,9 @@
+import re
+
 import numpy as np
 
 from inference.training import simulator as sim
-from inference.training.simulator import phrasing
+from inference.training.simulator import phrasing, vocabulary
 from inference.world import spec as ws
 
 
@@ -175,6 +177,36 @@ def test_concept_names_hold_every_training_phrasing_of_a_concept_and_no_held_out
     for bank in (phrasing.TIME_EVENTS, phrasing.WEATHER_EVENTS, phrasing.WEATHER_WORLD):
         for options in bank.values():
             assert not texts & set(phrasing.held_out(options))
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[\w'-]+", text.lower())
+
+
+def test_the_vocabulary_names_known_concepts_and_never_a_held_out_phrasing():
+    names = phrasing.concept_names()
+    assert ("creature", ws.CREATURES.index("bird"), "owl") in names
+    assert ("thing", ws.THINGS.index("house"), "cabin") in names
+    assert ("unknown", 0, "horse") in names
+    for kind, spec_names in (
+        ("biome", ws.BIOMES),
+        ("creature", ws.CREATURES),
+        ("thing", ws.THINGS),
+    ):
+        assert set(vocabulary.SYNONYMS[kind]) == set(spec_names)
+    # no vocabulary word is a held-out phrasing or a run of its words, so the evaluation's
+    # held-out phrasings stay wording the model never saw ("tabby" of "tabby cat")
+    held = [
+        " " + " ".join(words(entry)) + " "
+        for bank in vars(phrasing).values()
+        for options in (bank.values() if isinstance(bank, dict) else [bank])
+        if isinstance(options, list) and options and all(isinstance(o, str) for o in options)
+        for entry in phrasing.held_out(options)
+    ]
+    assert len(held) > 100
+    vocab = [w for by in vocabulary.SYNONYMS.values() for names in by.values() for w in names]
+    for word in [*vocab, *vocabulary.UNKNOWN]:
+        assert not any(f" {' '.join(words(word))} " in entry for entry in held), word
 
 
 def test_events_of_every_kind_have_many_phrasings_with_labels():

@@ -417,6 +417,48 @@ def test_a_thing_the_model_does_not_have_is_unsupported_not_another_thing(engine
         assert engine.read_event(text)["thing"] == ws.THINGS.index(thing), text
 
 
+def test_a_creature_named_by_a_word_no_phrasing_bank_holds_comes_where_the_head_reads_another(
+    engine,
+):
+    # the event head read a bear, none and a frog: the names (vocabulary.SYNONYMS) know better
+    for text, head, kind in (
+        ("add a moose", "bear", "deer"),
+        ("some ducks paddle by", None, "bird"),
+        ("a stray tabby curls up nearby", "frog", "cat"),
+    ):
+        heads = engine._text_heads(text, engine.model.event_heads)
+        assert int(heads["creature"].argmax()) - 1 == (ws.CREATURES.index(head) if head else -1)
+        assert engine.read_event(text)["creature"] == ws.CREATURES.index(kind), text
+
+
+def test_what_the_model_does_not_have_is_unsupported_with_the_nearest_events_offered(
+    engine, clear_world
+):
+    wid, _ = clear_world
+    before = engine.snapshot(wid)
+    # the event head read a deer, a house and a bird; each names what the model lacks
+    for text, kind, head in (
+        ("a cow moos", "creature", "deer"),
+        ("build a windmill", "thing", "house"),
+        ("some chickens peck around", "creature", "bird"),
+    ):
+        heads = engine._text_heads(text, engine.model.event_heads)
+        names = ws.CREATURES if kind == "creature" else ws.THINGS
+        assert int(heads[kind].argmax()) - 1 == names.index(head), text
+        with pytest.raises(UnsupportedEvent) as raised:
+            engine.apply_event(wid, text)
+        assert len(raised.value.suggest) == 4, text
+    assert engine.snapshot(wid) == before
+    with pytest.raises(UnsupportedEvent) as raised:
+        engine.read_event("a horse gallops by")
+    assert raised.value.suggest[0] == ws.EVENT_PHRASES["creature"]["deer"]
+    # what it has still comes beside what it lacks
+    assert engine.read_event("a fox sleeps by the windmill")["creature"] == ws.CREATURES.index(
+        "fox"
+    )
+    assert engine.read_event("a house next to a windmill")["thing"] == ws.THINGS.index("house")
+
+
 def test_a_world_gets_creatures_only_where_its_description_names_them(engine):
     # the prompt head read a crab and a deer into these (evaluation-split phrasings, seed 11)
     for prompt in (
