@@ -742,6 +742,37 @@ def written_prompts(engine, path: Path = WRITTEN_PROMPTS) -> dict:
     return {"n": len(hits["all"]), **{k: pct(v) for k, v in hits.items()}, "misses": misses}
 
 
+WRITTEN_EVENTS = Path(__file__).with_name("data") / "events_written_heldout.tsv"
+
+
+def written_events(engine, path: Path = WRITTEN_EVENTS) -> dict:
+    """How the text side reads event texts written as players type them: per kind asked for
+    (and "unsupported": what the model does not have), % read as that; -> {"n", per kind and
+    "all", "misses": [...]}. A read names the asked value of its kind, or nothing at all."""
+    hits: dict[str, list] = {}
+    misses = []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        text, kind, value = (line.split("\t") + [""])[:3]
+        try:
+            read = engine.read_event(text)
+            got = {k: EVENT_KINDS[k][v] for k, v in read.items() if v >= 0}
+        except UnsupportedEvent:
+            got = {}
+        ok = not got if kind == "unsupported" else got.get(kind) == value
+        hits.setdefault(kind, []).append(ok)
+        if not ok:
+            misses.append(f"{text!r}: {got or 'unsupported'} for {kind} {value}".rstrip())
+    every = [v for vs in hits.values() for v in vs]
+    return {
+        "n": len(every),
+        **{k: pct(v) for k, v in hits.items()},
+        "all": pct(every),
+        "misses": misses,
+    }
+
+
 # ---------------------------------------------------------------- 5. events
 
 
@@ -1082,6 +1113,7 @@ def evaluate(
     )
     tables.update(t)
     extra["written_prompts"] = timed("written", written_prompts, engine)
+    extra["written_events"] = timed("written events", written_events, engine)
     r["event_response_pct"], t, extra["event_response"] = timed(
         "event", event_response, engine, judge, rng, n["event_rounds"]
     )

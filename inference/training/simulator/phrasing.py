@@ -478,17 +478,21 @@ SCENES = [
     "{s} out in {w}",
     "{s} somewhere in {w}",
 ]
+# The last of each list is held out, as everywhere. Since 2026-12-04 (thirteenth session) "fawn",
+# "seagull", "bullfrog" and "tabby cat" sit in the training part (so among the concept names,
+# which players need) and "hind", "starling", "spotted toad" and "ginger tom" are held out: no
+# weights trained on either, and no name (`vocabulary`) is a held-out word.
 CREATURE_NOUNS = {
     "fox": ["fox", "red fox", "little fox", "arctic fox"],
-    "deer": ["deer", "stag", "doe", "fawn"],
+    "deer": ["deer", "stag", "doe", "fawn", "hind"],
     "rabbit": ["rabbit", "bunny", "hare", "little rabbit"],
     "wolf": ["wolf", "grey wolf", "lone wolf", "timber wolf"],
-    "bird": ["bird", "crow", "raven", "sparrow", "songbird", "seagull"],
+    "bird": ["bird", "crow", "raven", "sparrow", "songbird", "seagull", "starling"],
     "fish": ["fish", "goldfish", "little fish", "tropical fish", "trout"],
     "crab": ["crab", "hermit crab", "red crab", "little crab"],
-    "frog": ["frog", "toad", "tree frog", "bullfrog"],
+    "frog": ["frog", "toad", "tree frog", "bullfrog", "spotted toad"],
     "bear": ["bear", "brown bear", "grizzly", "black bear", "polar bear"],
-    "cat": ["cat", "kitten", "stray cat", "black cat", "tabby cat"],
+    "cat": ["cat", "kitten", "stray cat", "black cat", "tabby cat", "ginger tom"],
     "butterfly": ["butterfly", "monarch butterfly", "blue butterfly", "colorful butterfly"],
     "ghost": ["ghost", "spirit", "phantom", "spectre", "wraith", "ghostly figure"],
 }

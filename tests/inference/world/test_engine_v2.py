@@ -12,6 +12,7 @@ from inference.training.evaluate import (
     kind_counts,
     kind_mix_distance,
     simulator_kind_mix,
+    written_events,
     written_prompts,
 )
 from inference.world import spec as ws
@@ -579,6 +580,15 @@ def test_prompts_written_as_players_write_them_are_read(engine):
     read = written_prompts(engine)
     assert read["n"] == 32
     assert read["biomes"] >= 87 and read["weather"] >= 85 and read["time"] >= 90, read["misses"]
+
+
+def test_event_texts_written_as_players_write_them_are_read(engine):
+    # written by a helper who never read the code, after vocabulary.py; on first reading 89%
+    # before it (creatures 87%, what the model lacks 68%) and 94% with it (93%, 82%)
+    read = written_events(engine)
+    assert read["n"] == 120
+    assert read["all"] >= 92 and read["creature"] >= 90, read["misses"]
+    assert read["unsupported"] >= 75, read["misses"]
 
 
 @pytest.mark.parametrize(
