@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from inference.world import noise
+from inference.world import noise, vocabulary
 from inference.world import spec as ws
 from inference.world import text as text_encoder
 from inference.world.model import NAME_KINDS, ModelConfig, WorldModel
@@ -217,13 +217,16 @@ class WorldEngine:
         choice["creature"] = named_choice(choice["creature"], phrases.creature, plain=NAMED_PLAIN)
         choice["thing"] = named_choice(choice["thing"], phrases.thing, THING_SUPPORT_MIN)
         if all(v < 0 for v in choice.values()):
-            suggest = self.nearest_events(text)
-            raise UnsupportedEvent("no world event recognised in the text", suggest=suggest)
+            reason = "no world event recognised in the text"
+            if phrases.lacks is not None and phrases.lacks < len(vocabulary.UNKNOWN):
+                # say what it lacks where the text plainly names it
+                reason = f"the world model has no {vocabulary.UNKNOWN[phrases.lacks]}"
+            raise UnsupportedEvent(reason, suggest=self.nearest_events(text))
         return choice
 
     def nearest_events(self, text: str, n: int = SUGGESTIONS) -> tuple[str, ...]:
         """The plain phrasings of the `n` events nearest in meaning to a text, at most two of a
-        kind: "a horse gallops by" is offered a deer and a wolf before a campfire."""
+        kind: "a horse gallops by" is offered a deer first, not a thunderstorm."""
         plain = [(kind, p) for kind, by in ws.EVENT_PHRASES.items() for p in by.values()]
         sims = text_encoder.embed([text, *(p for _, p in plain)])
         out, per_kind = [], dict.fromkeys(ws.EVENT_PHRASES, 0)
@@ -622,7 +625,11 @@ class WorldEngine:
         # a phrase sharing a word with a nearer one that names what the model does not have
         # names no creature or thing: "build a" of "build a windmill" is no house, "cow moos"
         # no deer; "a fox" of "a fox sleeps by the windmill" is still a fox
-        free = ~_covered_by_unknown(phrases, kinds[near] == NAME_KINDS.index("unknown"), best)
+        unknown = kinds[near] == NAME_KINDS.index("unknown")
+        free = ~_covered_by_unknown(phrases, unknown, best)
+        lacks = None
+        if unknown.any() and best[unknown].max() >= NAMED_PLAIN:
+            lacks = int(ids[near[unknown][best[unknown].argmax()]])
         # creatures: the nearest phrase whose nearest name of all is one of theirs
         mine = (kinds[near] == NAME_KINDS.index("creature")) & free
         creature = None  # weights without creature names: no such rule
@@ -642,6 +649,7 @@ class WorldEngine:
             time_ok=ok["time"],
             creature=creature,
             thing=thing,
+            lacks=lacks,
         )
 
     def _text_heads(self, text: str, heads, emb=None) -> dict[str, torch.Tensor]:
@@ -712,6 +720,8 @@ class PhraseReading:
     creature: np.ndarray | None = None
     # per thing: cosine of the nearest phrase to one of its names (None: weights without them)
     thing: np.ndarray | None = None
+    # what the text names plainest of what the model does not have (index in vocabulary.UNKNOWN)
+    lacks: int | None = None
 
 
 # A phrase names an atmosphere or a time of day when one of its names is its nearest of all

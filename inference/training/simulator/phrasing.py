@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference.training.simulator import vocabulary
 from inference.world import spec as ws
+from inference.world import vocabulary
 
 SPLITS = ("train", "eval")
 EVAL_HELD_OUT = 0.5  # how often an eval draw takes a held-out entry
@@ -1048,10 +1048,10 @@ def _check_banks() -> None:
 def concept_names() -> list[tuple[str, int, str]]:
     """(kind, index, name) for the training part of every biome noun, atmosphere and time of
     day phrasing, of every creature noun and of every thing's event phrasings, and ("other", 0,
-    ...) for scene details, plus `vocabulary`'s words (("unknown", 0, ...) for what the model does
-    not have): the names a text's phrases are matched to (a phrase nearest to a creature, a
-    thing, a detail or an unknown names no atmosphere; a creature the heads read needs a phrase
-    nearest to one of its names).
+    ...) for scene details, plus `vocabulary`'s words (("unknown", its index, ...) for what the
+    model does not have): the names a text's phrases are matched to (a phrase nearest to a
+    creature, a thing, a detail or an unknown names no atmosphere; a creature the heads read
+    needs a phrase nearest to one of its names).
     The event banks' phrasings name the same atmospheres and times ("a downpour begins", "day
     breaks"): a prompt's "in a steady downpour" or "at daybreak" finds its concept through them
     where the world phrasings' words miss it."""
@@ -1071,7 +1071,7 @@ def concept_names() -> list[tuple[str, int, str]]:
     for kind, keys in (("biome", ws.BIOMES), ("creature", ws.CREATURES), ("thing", ws.THINGS)):
         for key, names in vocabulary.SYNONYMS[kind].items():
             out += [(kind, keys.index(key), name) for name in names]
-    out += [("unknown", 0, name) for name in vocabulary.UNKNOWN]
+    out += [("unknown", i, name) for i, name in enumerate(vocabulary.UNKNOWN)]
     return out
 
 

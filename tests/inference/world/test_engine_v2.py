@@ -15,9 +15,12 @@ from inference.training.evaluate import (
     written_events,
     written_prompts,
 )
+from inference.training.simulator import phrasing
 from inference.world import spec as ws
+from inference.world import text as text_encoder
+from inference.world import vocabulary
 from inference.world.engine import UnsupportedEvent, _part_of_a_thing
-from inference.world.model import ModelConfig, Renderer
+from inference.world.model import NAME_KINDS, ModelConfig, Renderer
 
 
 def _frame(engine, pid, keys=frozenset(), n=1):
@@ -432,6 +435,16 @@ def test_a_creature_named_by_a_word_no_phrasing_bank_holds_comes_where_the_head_
         assert engine.read_event(text)["creature"] == ws.CREATURES.index(kind), text
 
 
+def test_the_shipped_weights_hold_the_concept_names_of_the_banks_and_the_vocabulary(engine):
+    # `train --write-names` after any change to either; an unknown's id is its index
+    named = phrasing.concept_names()
+    assert engine.model.cfg.names == len(named)
+    ids = engine.model.name_ids[engine.model.name_kinds == NAME_KINDS.index("unknown")]
+    assert ids.tolist() == list(range(len(vocabulary.UNKNOWN)))
+    stored = engine.model.name_vecs.numpy()
+    assert np.allclose(text_encoder.embed([t for _, _, t in named]), stored, atol=1e-4)
+
+
 def test_what_the_model_does_not_have_is_unsupported_with_the_nearest_events_offered(
     engine, clear_world
 ):
@@ -453,6 +466,10 @@ def test_what_the_model_does_not_have_is_unsupported_with_the_nearest_events_off
     with pytest.raises(UnsupportedEvent) as raised:
         engine.read_event("a horse gallops by")
     assert raised.value.suggest[0] == ws.EVENT_PHRASES["creature"]["deer"]
+    assert str(raised.value) == "the world model has no horse"
+    with pytest.raises(UnsupportedEvent) as raised:
+        engine.read_event("the crowd goes wild")  # names nothing it knows of either
+    assert str(raised.value) == "no world event recognised in the text"
     # what it has still comes beside what it lacks
     assert engine.read_event("a fox sleeps by the windmill")["creature"] == ws.CREATURES.index(
         "fox"

@@ -3,11 +3,12 @@ for what it does not have.
 
 The banks (`phrasing`) write training and evaluation text from a few nouns per concept; a
 player says "an owl", "a moose", "a fen", "a cabin". These words only join the concept names a
-text's phrases are matched to (`phrasing.concept_names`); no text is drawn from them, so the
+text's phrases are matched to (`training.simulator.phrasing.concept_names`); no text is drawn
+from them, so the
 heads never train on them and the evaluation's held-out phrasings stay the test of wording the
-model never saw. `UNKNOWN` names what the model has no concept for ("a horse", "a castle"): a
-phrase nearest one of them names nothing the model has, so the text is `unsupported` rather
-than the nearest creature or thing the heads would guess.
+model never saw. `UNKNOWN` names what the model has no concept for ("a horse", "a windmill"):
+a phrase nearest one of them names nothing the model has, so the text is `unsupported` ("the
+world model has no horse") rather than the nearest creature or thing the heads would guess.
 """
 
 from __future__ import annotations
@@ -66,7 +67,6 @@ SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
             "woodpecker",
             "vulture",
             "flamingo",
-            "flock of birds",
         ),
         "fish": (
             "fishes",
