@@ -33,7 +33,6 @@ from inference.serving.messages import Error, Event
 from inference.serving.scheduler import ChunkController, StepPlan, plan_step
 from inference.serving.session import Camera, LiveSession, SessionStatus
 from inference.world.engine import PromptError, SnapshotError, UnsupportedEvent, WorldEngine
-from inference.world.spec import EVENT_SUGGESTIONS
 
 log = logging.getLogger(__name__)
 
@@ -242,8 +241,6 @@ class EngineCore:
                 error = Error("event_failed", reason or "", slot=camera.slot, seq=seq)
                 outputs.events.append((camera.session_id, error))
                 continue
-            if status == "unsupported" and not suggest:
-                suggest = EVENT_SUGGESTIONS[:4]
             answer = Event(
                 seq, status, reason, by=camera.name, slot=camera.slot, suggest=suggest, text=text
             )

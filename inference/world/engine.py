@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 WEIGHTS_DIR = Path(__file__).resolve().parents[1] / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "world_model.safetensors"
 INITIAL_CREATURES = 2
-SUGGESTIONS = 4  # events offered for text the model cannot do
+SUGGESTIONS = 4  # events offered for text the model cannot do, from these (kind, phrasing)
+PLAIN_EVENTS = [(kind, p) for kind, by in ws.EVENT_PHRASES.items() for p in by.values()]
 AHEAD_FRAMES = 24  # grow_ahead makes the terrain a player can reach within about a second
 DECODE_BATCH = 512  # frames per renderer forward (bounds memory, not results)
 
@@ -227,11 +228,10 @@ class WorldEngine:
     def nearest_events(self, text: str, n: int = SUGGESTIONS) -> tuple[str, ...]:
         """The plain phrasings of the `n` events nearest in meaning to a text, at most two of a
         kind: "a horse gallops by" is offered a deer first, not a thunderstorm."""
-        plain = [(kind, p) for kind, by in ws.EVENT_PHRASES.items() for p in by.values()]
-        sims = text_encoder.embed([text, *(p for _, p in plain)])
+        sims = text_encoder.embed([text, *(p for _, p in PLAIN_EVENTS)])
         out, per_kind = [], dict.fromkeys(ws.EVENT_PHRASES, 0)
         for i in np.argsort(-(sims[1:] @ sims[0])):
-            kind, phrase = plain[i]
+            kind, phrase = PLAIN_EVENTS[i]
             if per_kind[kind] < 2:
                 out.append(phrase)
                 per_kind[kind] += 1
@@ -577,10 +577,8 @@ class WorldEngine:
         # Single words speak for the time of day alone ("at daybreak" is nearer dusk than dawn,
         # "daybreak" is dawn at 0.80); for places and atmospheres they mislead (see WORDS_FOR).
         # a phrase of function words alone means nothing ("across the" was 0.45 from "coast")
-        phrases = [
-            p for p in text_encoder.phrases(text) if not FUNCTION_WORDS.issuperset(p.split())
-        ]
-        phrases = phrases or text_encoder.phrases(text)
+        every = text_encoder.phrases(text)
+        phrases = [p for p in every if not FUNCTION_WORDS.issuperset(p.split())] or every
         words = [w for w in text_encoder.phrases(text, sizes=(1,)) if w not in phrases]
         name_vecs = self.model.name_vecs.cpu().numpy()
         all_sims = text_encoder.embed(phrases + words) @ name_vecs.T  # (phrases + words, names)

@@ -136,17 +136,6 @@ DIRECTIONS = ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1)
 _MASK64 = (1 << 64) - 1
 
 
-# What to offer when text names nothing the model can do (one line per kind of event).
-EVENT_SUGGESTIONS = (
-    "a thunderstorm rolls in",
-    "night falls",
-    "a fox runs past",
-    "build a campfire",
-    "a house appears",
-    "petals drift on the wind",
-)
-
-
 def avatar_hex(slot: int) -> str:
     """The CSS colour of a seat's avatar (what the page shows beside the player's name)."""
     return "#{:02x}{:02x}{:02x}".format(*AVATAR_RGB[slot % AVATAR_COLORS])
