@@ -743,6 +743,8 @@ def written_prompts(engine, path: Path = WRITTEN_PROMPTS) -> dict:
 
 
 WRITTEN_EVENTS = Path(__file__).with_name("data") / "events_written_heldout.tsv"
+# set C, written later the same way; it chose part of the setting rule, so it is not kept apart
+WRITTEN_EVENTS_C = WRITTEN_EVENTS.with_name("events_written_c.tsv")
 
 
 def written_events(engine, path: Path = WRITTEN_EVENTS) -> dict:
@@ -1114,6 +1116,7 @@ def evaluate(
     tables.update(t)
     extra["written_prompts"] = timed("written", written_prompts, engine)
     extra["written_events"] = timed("written events", written_events, engine)
+    extra["written_events_c"] = timed("written events C", written_events, engine, WRITTEN_EVENTS_C)
     r["event_response_pct"], t, extra["event_response"] = timed(
         "event", event_response, engine, judge, rng, n["event_rounds"]
     )

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -217,6 +217,8 @@ class WorldEngine:
         # moose": a bear)
         choice["creature"] = named_choice(choice["creature"], phrases.creature, plain=NAMED_PLAIN)
         choice["thing"] = named_choice(choice["thing"], phrases.thing, THING_SUPPORT_MIN)
+        if phrases.lacks is not None and choice["creature"] < 0:
+            _drop_the_setting(choice, phrases, text)
         if all(v < 0 for v in choice.values()):
             reason = "no world event recognised in the text"
             if phrases.lacks is not None and phrases.lacks < len(vocabulary.UNKNOWN):
@@ -605,7 +607,8 @@ class WorldEngine:
         all_near, all_best = all_sims.argmax(1), all_sims.max(1)
         things = [NAME_KINDS.index(k) for k in ("other", "creature", "thing")]
         all_part = _part_of_a_thing(phrases + words, np.isin(kinds[all_near], things), all_best)
-        scores, ok = {}, {}
+        scores, ok, at = {}, {}, {}
+        index = np.arange(len(all_sims))
         for kind, n in (("weather", len(ws.WEATHERS)), ("time", len(ws.TIMES))):
             rows = slice(None) if WORDS_FOR[kind] else ~is_word
             near, best, part = all_near[rows], all_best[rows], all_part[rows]
@@ -614,6 +617,7 @@ class WorldEngine:
             hit = mine & (best >= PHRASE_NAME_MIN)
             scores[kind] = np.zeros(n)
             np.maximum.at(scores[kind], ids[near[hit]], best[hit])
+            at[kind] = _naming_phrase(index[rows][hit], ids[near[hit]], best[hit], n)
             # mentioned at all: a phrase near one of its names, and one whose nearest is one
             closest, claimed = np.full(n, -1.0), np.full(n, -1.0)
             np.maximum.at(closest, ids[of_kind], all_sims[rows][:, of_kind].max(0))
@@ -625,9 +629,10 @@ class WorldEngine:
         # no deer; "a fox" of "a fox sleeps by the windmill" is still a fox
         unknown = kinds[near] == NAME_KINDS.index("unknown")
         free = ~_covered_by_unknown(phrases, unknown, best)
-        lacks = None
+        lacks = lacks_at = None
         if unknown.any() and best[unknown].max() >= NAMED_PLAIN:
-            lacks = int(ids[near[unknown][best[unknown].argmax()]])
+            lacks_at = int(np.flatnonzero(unknown)[best[unknown].argmax()])
+            lacks = int(ids[near[lacks_at]])
         # creatures: the nearest phrase whose nearest name of all is one of theirs
         mine = (kinds[near] == NAME_KINDS.index("creature")) & free
         creature = None  # weights without creature names: no such rule
@@ -639,6 +644,12 @@ class WorldEngine:
         if of_thing.any():
             thing = np.zeros(len(ws.THINGS))
             np.maximum.at(thing, ids[of_thing], sims[free][:, of_thing].max(0, initial=0.0))
+            if free.any():
+                rows, cols = sims[free][:, of_thing].argmax(0), np.flatnonzero(of_thing)
+                nearest = sims[free][rows, cols]
+                at["thing"] = _naming_phrase(
+                    np.flatnonzero(free)[rows], ids[cols], nearest, len(thing)
+                )
         return PhraseReading(
             biome=biome,
             weather=scores["weather"],
@@ -648,6 +659,9 @@ class WorldEngine:
             creature=creature,
             thing=thing,
             lacks=lacks,
+            texts=phrases + words,
+            at=at,
+            lacks_at=lacks_at,
         )
 
     def _text_heads(self, text: str, heads, emb=None) -> dict[str, torch.Tensor]:
@@ -720,6 +734,12 @@ class PhraseReading:
     thing: np.ndarray | None = None
     # what the text names plainest of what the model does not have (index in vocabulary.UNKNOWN)
     lacks: int | None = None
+    # the phrases (then single words) read; per kind, per class, which of them names it
+    # (weather, time: the nearest naming it; thing: the nearest to one of its names; -1: none);
+    # and which names what the model lacks
+    texts: list[str] = field(default_factory=list)
+    at: dict[str, np.ndarray] = field(default_factory=dict)
+    lacks_at: int | None = None
 
 
 # A phrase names an atmosphere or a time of day when one of its names is its nearest of all
@@ -789,6 +809,68 @@ NAMED_PLAIN = 0.7
 # 30 asking for things the model does not have, unsupported 16 -> 21. Chosen from 0.4 to 0.55:
 # past 0.45 held-out phrasings are lost ("a dirt track opens up" is 0.45 from "pave a trail").
 THING_SUPPORT_MIN = 0.4
+
+
+# A text that plainly names something the model does not have (`PhraseReading.lacks`) and no
+# creature it has is about that thing; what else it names after it in a place phrase is its
+# setting ("a snake slithers through the grass" placed a path, "a spider crawls over the rocks"
+# rocks, "a dragon flies across the sky" cleared the sky), and so is what the heads read that no
+# phrase names plainly ("a pig snorts in the mud": a sandstorm; a thing this close to one of its
+# names, an atmosphere or time of day one of whose names is a phrase's nearest at
+# PHRASE_NAME_MIN). "light a campfire next to the car" and "a dragon flies over and it starts
+# to rain" still act.
+SETTING_THING_MAX = 0.6
+# the words that open a place phrase; determiners and "of"/"to" between them and the noun are
+# skipped ("out of the ruins", "next to the house"; "starts to rain" is no place)
+PLACE_WORDS = frozenset(
+    """in on at by near beside behind through across over under around along past into onto
+    out from among above below beneath inside outside toward towards next front top off
+    against amid within""".split()
+)
+GLUE_WORDS = frozenset(
+    "a an the some its his her their my your our this that these those of to".split()
+)
+
+
+def _naming_phrase(rows: np.ndarray, classes: np.ndarray, cos: np.ndarray, n: int) -> np.ndarray:
+    """Per class of n: the row (phrase) of the nearest (rows, classes, cos) naming it, or -1."""
+    out, best = np.full(n, -1), np.full(n, -np.inf)
+    for r, c, v in zip(rows, classes, cos, strict=True):
+        if v > best[c]:
+            out[c], best[c] = r, v
+    return out
+
+
+def _word_start(words: list[str], phrase: str) -> int:
+    """Index of the first word of a phrase's first occurrence in words (-1: not found)."""
+    p = phrase.split()
+    return next((i for i in range(len(words)) if words[i : i + len(p)] == p), -1)
+
+
+def _in_a_place_phrase(words: list[str], phrase: str, after: str) -> bool:
+    """Whether a phrase's noun follows the phrase `after` and opens with a place word: the
+    grass of "a snake slithers through the grass" after "a snake"."""
+    start, first = _word_start(words, phrase), _word_start(words, after)
+    if start < 0 or first < 0 or start <= first:
+        return False
+    content = [i for i, w in enumerate(phrase.split()) if w not in GLUE_WORDS | PLACE_WORDS]
+    i = start + (content[0] if content else 0) - 1
+    while i > first and words[i] in GLUE_WORDS:
+        i -= 1
+    return i > first and words[i] in PLACE_WORDS
+
+
+def _drop_the_setting(choice: dict[str, int], phrases: PhraseReading, text: str) -> None:
+    words = text_encoder.words(text)
+    lacking = phrases.texts[phrases.lacks_at]
+    for kind in ("weather", "time", "thing"):
+        c, named = choice[kind], getattr(phrases, kind)
+        if c < 0 or named is None:
+            continue
+        plain = named[c] >= SETTING_THING_MAX if kind == "thing" else named[c] > 0
+        where = phrases.at.get(kind, np.full(c + 1, -1))[c]
+        if not plain or (where >= 0 and _in_a_place_phrase(words, phrases.texts[where], lacking)):
+            choice[kind] = -1
 
 
 def phrase_choice(

@@ -52,10 +52,15 @@ def embed(texts: list[str]) -> np.ndarray:
     return np.stack([found[t] for t in texts])
 
 
+def words(text: str) -> list[str]:
+    """A text's words, lower case, as its phrases are made of them."""
+    return re.findall(r"[\w'-]+", text.lower())[:MAX_PHRASE_WORDS]
+
+
 def phrases(text: str, sizes=(2, 3, 4)) -> list[str]:
     """Every run of `sizes` consecutive words (lower case), each once: the short phrases a
     long prompt is made of, embedded one by one so one place named among many details still
     stands out ("vine-choked tropics" in "...with seagulls, under the stars")."""
-    words = re.findall(r"[\w'-]+", text.lower())[:MAX_PHRASE_WORDS]
-    out = {" ".join(words[i : i + k]) for k in sizes for i in range(max(1, len(words) - k + 1))}
+    w = words(text)
+    out = {" ".join(w[i : i + k]) for k in sizes for i in range(max(1, len(w) - k + 1))}
     return sorted(out)

@@ -120,7 +120,8 @@ UNKNOWN: tuple[str, ...] = (
     "alien",
     # things
     "tower", "windmill", "lighthouse", "church", "skyscraper", "palace", "car",
-    "truck", "bus", "train", "boat", "ship", "spaceship", "rocket", "airplane", "helicopter",
+    "truck", "tractor", "bus", "train", "boat", "ship", "spaceship", "rocket", "airplane",
+    "helicopter", "hot air balloon",
     "bicycle", "cart", "wagon", "lamp post", "bench", "table", "chair", "door", "gate",
     "treasure chest", "barrel", "sword", "cannon", "flag", "market stall", "fountain",
     "waterfall", "river", "portal", "pyramid", "clock",

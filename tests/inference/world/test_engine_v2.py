@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from inference.training.evaluate import (
+    WRITTEN_EVENTS_C,
     kind_counts,
     kind_mix_distance,
     simulator_kind_mix,
@@ -19,7 +20,7 @@ from inference.training.simulator import phrasing
 from inference.world import spec as ws
 from inference.world import text as text_encoder
 from inference.world import vocabulary
-from inference.world.engine import UnsupportedEvent, _part_of_a_thing
+from inference.world.engine import UnsupportedEvent, _in_a_place_phrase, _part_of_a_thing
 from inference.world.model import NAME_KINDS, ModelConfig, Renderer
 
 
@@ -337,6 +338,21 @@ def test_a_word_of_a_scene_detail_names_no_atmosphere(engine):
     engine.drop_world(wid)
 
 
+@pytest.mark.parametrize(
+    ("text", "phrase", "after", "place"),
+    [
+        ("a snake slithers through the grass", "the grass", "a snake", True),
+        ("a zombie shambles out of the ruins", "the ruins", "a zombie", True),
+        ("put a windmill next to the house", "the house", "a windmill", True),
+        ("light a campfire next to the car", "a campfire", "the car", False),  # it comes first
+        ("a dragon flies over and it starts to rain", "starts to rain", "a dragon", False),
+        ("a dragon flies over and it starts to rain", "to rain", "a dragon", False),
+    ],
+)
+def test_a_place_phrase_after_what_is_named_is_its_setting(text, phrase, after, place):
+    assert _in_a_place_phrase(text_encoder.words(text), phrase, after) is place
+
+
 def test_a_phrase_inside_a_nearer_detail_is_that_detail():
     phrases = ["a dusty", "a dusty trade road", "dusty trade", "trade road", "under the sun"]
     thing = np.array([False, True, False, False, False])
@@ -477,6 +493,41 @@ def test_what_the_model_does_not_have_is_unsupported_with_the_nearest_events_off
     assert engine.read_event("a house next to a windmill")["thing"] == ws.THINGS.index("house")
 
 
+@pytest.mark.parametrize(
+    ("text", "lacks", "head_read"),
+    [
+        ("a snake slithers through the grass", "snake", {"thing": "path"}),
+        ("a spider crawls over the rocks", "spider", {"thing": "rocks"}),
+        ("a pig snorts in the mud", "pig", {"weather": "sandstorm"}),
+        ("a dragon flies across the sky", "dragon", {"weather": "clear"}),
+        ("put a windmill next to the house", "windmill", {"thing": "house"}),
+    ],
+)
+def test_what_the_model_lacks_is_unsupported_not_its_setting(engine, text, lacks, head_read):
+    # the heads read the setting; without the rule each of these placed or changed it
+    heads = engine._text_heads(text, engine.model.event_heads)
+    for kind, value in head_read.items():
+        names = ws.THINGS if kind == "thing" else ws.WEATHERS
+        assert int(heads[kind].argmax()) - 1 == names.index(value), text
+    with pytest.raises(UnsupportedEvent) as raised:
+        engine.read_event(text)
+    assert str(raised.value) == f"the world model has no {lacks}"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        ("light a campfire next to the car", "thing", "campfire"),
+        ("the knight lights a campfire", "thing", "campfire"),
+        ("a dragon flies over and it starts to rain", "weather", "rain"),
+        ("make it snow on the dragon", "weather", "snow"),
+    ],
+)
+def test_what_is_asked_for_beside_what_the_model_lacks_still_comes(engine, text, kind, value):
+    names = {"thing": ws.THINGS, "weather": ws.WEATHERS}[kind]
+    assert engine.read_event(text)[kind] == names.index(value)
+
+
 def test_a_world_gets_creatures_only_where_its_description_names_them(engine):
     # the prompt head read a crab and a deer into these (evaluation-split phrasings, seed 11)
     for prompt in (
@@ -605,7 +656,15 @@ def test_event_texts_written_as_players_write_them_are_read(engine):
     read = written_events(engine)
     assert read["n"] == 120
     assert read["all"] >= 92 and read["creature"] >= 90, read["misses"]
-    assert read["unsupported"] >= 75, read["misses"]
+    assert read["unsupported"] >= 90, read["misses"]  # 86% before the setting rule
+
+
+def test_what_the_model_lacks_among_things_it_has_is_unsupported_in_written_events(engine):
+    # set C: on first reading 60% of what the model lacks was unsupported (a snake "through the
+    # grass" placed a path); it helped choose the setting rule, so this guards it, no more
+    read = written_events(engine, WRITTEN_EVENTS_C)
+    assert read["n"] == 150
+    assert read["unsupported"] >= 90 and read["all"] >= 95, read["misses"]
 
 
 @pytest.mark.parametrize(
