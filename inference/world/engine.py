@@ -848,16 +848,20 @@ def _word_start(words: list[str], phrase: str) -> int:
 
 
 def _in_a_place_phrase(words: list[str], phrase: str, after: str) -> bool:
-    """Whether a phrase's noun follows the phrase `after` and opens with a place word: the
-    grass of "a snake slithers through the grass" after "a snake"."""
+    """Whether a word of a phrase follows the phrase `after` and a place word: the grass of "a
+    snake slithers through the grass" after "a snake" (glue words between are skipped)."""
     start, first = _word_start(words, phrase), _word_start(words, after)
     if start < 0 or first < 0 or start <= first:
         return False
-    content = [i for i, w in enumerate(phrase.split()) if w not in GLUE_WORDS | PLACE_WORDS]
-    i = start + (content[0] if content else 0) - 1
-    while i > first and words[i] in GLUE_WORDS:
-        i -= 1
-    return i > first and words[i] in PLACE_WORDS
+    for k, word in enumerate(phrase.split()):
+        if word in GLUE_WORDS | PLACE_WORDS:
+            continue
+        i = start + k - 1
+        while i > first and words[i] in GLUE_WORDS:
+            i -= 1
+        if i > first and words[i] in PLACE_WORDS:
+            return True
+    return False
 
 
 def _drop_the_setting(choice: dict[str, int], phrases: PhraseReading, text: str) -> None:

@@ -342,6 +342,8 @@ def test_a_word_of_a_scene_detail_names_no_atmosphere(engine):
     ("text", "phrase", "after", "place"),
     [
         ("a snake slithers through the grass", "the grass", "a snake", True),
+        ("a snake slithers through the grass", "slithers through the grass", "a snake", True),
+        ("a dragon flies across the night sky", "the night sky", "a dragon", True),
         ("a zombie shambles out of the ruins", "the ruins", "a zombie", True),
         ("put a windmill next to the house", "the house", "a windmill", True),
         ("light a campfire next to the car", "a campfire", "the car", False),  # it comes first
