@@ -90,6 +90,50 @@ REFUSAL_OPENERS = {  # by tone (engine.TONES): how each kind of persona says no
     "grand": "Ha! Not even I would do such a thing.",
     "sly": "Heh. That is one riddle I won't answer.",
 }
+# Who the character is, asked outright, is answered in its own words before the model goes on:
+# - "are you an AI?": the 135M model answers as an assistant would, screening drops that, and
+#   the grammar's "I don't follow" stood in (Mira, December 5);
+# - "what's your name?" / "who are you?": it gave itself another name or none ("A creature of
+#   the swamps and a masterful strateger..." from Old Tom).
+# Matched on MiniLM as the harmful asks are: the asks below are 0.56-0.96 from lines asking the
+# same in other words ("r u a bot lol", "may I know your name?"), ordinary ones 0.16-0.53
+# ("are you a ghost?", "what do you do all day?", "where are you from?").
+WHO_ASKS = {
+    "machine": (
+        "are you an AI?",
+        "are you a bot",
+        "are you a real person",
+        "are you human?",
+        "is this ChatGPT?",
+        "are you a robot?",
+        "what language model are you",
+        "are you a computer program?",
+        "am I talking to a machine?",
+    ),
+    "name": (
+        "what's your name?",
+        "who are you?",
+        "what should I call you?",
+        "tell me your name",
+        "and you are?",
+        "introduce yourself",
+    ),
+}
+WHO_SIMILARITY = 0.6
+WHO_OPENERS = {  # by ask, then tone: how the character says who it is (one not said lately)
+    "machine": {
+        "warm": ("Oh, I'm {name}, friend, as real as this place.", "Just {name}, dear, as ever."),
+        "gruff": ("Hmph. I'm {name}, and that's all you need to know.", "{name}. Same as always."),
+        "grand": ("Ha! I am {name}, and none other.", "I am {name}, and always have been!"),
+        "sly": ("Heh. I'm {name}. What else would I be?", "{name}, last I looked. Heh."),
+    },
+    "name": {
+        "warm": ("I'm {name}, friend.", "{name}, at your service."),
+        "gruff": ("Name's {name}.", "{name}. Remember it."),
+        "grand": ("I am {name}!", "You stand before {name}!"),
+        "sly": ("Heh. They call me {name}.", "{name}, if you must know."),
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -99,16 +143,23 @@ class Turn:
     harmful: bool
     event: engine.Event | None  # a change the engine grants with this reply
     moot: bool  # asked for what the world already is
+    who: str = ""  # asked outright who the character is: a key of WHO_ASKS
 
 
 def read_turn(line: str, world: dict) -> Turn:
-    vecs = text_encoder.embed([line, *HARMFUL_ASKS])
-    harmful = float(np.max(vecs[1:] @ vecs[0])) >= HARMFUL_SIMILARITY
-    event = None if harmful else engine.requested_event(line)
+    asks = [(kind, ask) for kind, texts in WHO_ASKS.items() for ask in texts]
+    vecs = text_encoder.embed([line, *HARMFUL_ASKS, *(ask for _, ask in asks)])
+    sims = vecs[1:] @ vecs[0]
+    harmful = float(np.max(sims[: len(HARMFUL_ASKS)])) >= HARMFUL_SIMILARITY
+    who_sims = sims[len(HARMFUL_ASKS) :]
+    who = ""
+    if not harmful and who_sims.max() >= WHO_SIMILARITY:
+        who = asks[int(who_sims.argmax())][0]
+    event = None if harmful or who else engine.requested_event(line)
     if event is not None and not engine.REQUEST_CUE.search(line):
         event = None
     moot = event is not None and engine.changes_nothing(event, world)
-    return Turn(harmful=harmful, event=None if moot else event, moot=moot)
+    return Turn(harmful=harmful, event=None if moot else event, moot=moot, who=who)
 
 
 def messages(character: engine.Character, world: dict, line: str) -> list[dict]:
@@ -191,7 +242,7 @@ def reply(
     character = noticed(character, world)
     turn = read_turn(line, world)
     tone = engine._tone(character.persona)
-    prefix = begun_reply(turn, tone, world)
+    prefix = begun_reply(turn, tone, world, character)
     said = spoken(character)
     streamer = _Partials(prefix, on_partial, screen, character, said)
     if prefix:
@@ -208,8 +259,8 @@ def reply(
         )
         written = bool(text) and screen(text)
     if not written:
-        if turn.harmful:
-            text = REFUSAL_OPENERS[tone]
+        if turn.harmful or (turn.who and screen(prefix)):  # what was begun stands alone
+            text = prefix
         else:  # the grammar's answer, which never fails screening
             _, grammar = engine.character_reply(character, world, line, seed)
             text = grammar.text
@@ -277,11 +328,15 @@ def fresh(sentence: str, said: list[str], character: engine.Character) -> bool:
     )
 
 
-def begun_reply(turn: Turn, tone: str, world: dict) -> str:
+def begun_reply(turn: Turn, tone: str, world: dict, character: engine.Character) -> str:
     """The start of a reply decided before the model runs ("" when the model writes it all)."""
     opener = engine.TONES[tone][1][0]
     if turn.harmful:
         return REFUSAL_OPENERS[tone]
+    if turn.who:
+        said = spoken(character)
+        ways = [w.format(name=character.name) for w in WHO_OPENERS[turn.who][tone]]
+        return next((w for w in ways if not any(s.startswith(w) for s in said)), ways[0])
     if turn.event is not None:
         return f"{opener} As you wish: {engine.EVENTS[turn.event]}."
     if turn.moot:

@@ -26,7 +26,7 @@ _MODEL_TALK = re.compile(
     r"openai|(computer )?program|trained on|virtual|smollm|gemma|hugging ?face|designed to|"
     r"here to (help|assist)|how (can|may) i (help|assist)|i can help you|your (query|request)|"
     r"my (responses|programming|training)|a\.i\.|provide (you with )?information|"
-    r"(answer|help with) (your|any) questions?)\b",
+    r"(answer|help with) (your|any) questions?|ability to (help|assist)|assist you)\b",
     re.I,
 )
 _AI = re.compile(r"\bAIs?\b")  # upper case only: "ai" is rarely anything else, "AI" always
@@ -100,10 +100,11 @@ def echoes(line: str, others: Iterable[str], run: int = ECHO_WORDS) -> bool:
     return any(f" {r} " in key for key in keys for r in runs)
 
 
-# "My name is Elian", "I'm Captain Elen", "call me Eryndorth": the name a speaker gives itself.
+# "My name is Elian", "I'm Captain Elen", "call me Eryndorth", "My name is...Eira": the name a
+# speaker gives itself (an ellipsis may come before it, a full stop may not: "Yes, I am. It was").
 _SELF_NAMED = re.compile(
     r"\b(?i:my name is|my name's|name's|i am called|i'm called|i am named|i'm named|call me|"
-    r"i am|i'm)[\s,:\"']+((?:[A-Z][\w'-]*)(?:\s+[A-Z][\w'-]*)*)"
+    r"i am|i'm)(?:\.\.\.|…|[\s,:\"'])+((?:[A-Z][\w'-]*)(?:\s+[A-Z][\w'-]*)*)"
 )
 _NOT_NAMES = {"i", "a", "an", "the", "not", "so", "just", "here", "sorry", "afraid", "glad",
               "fine", "ok", "okay", "sure", "no", "yes", "well", "oh", "ah"}  # fmt: skip

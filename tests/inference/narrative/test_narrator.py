@@ -263,6 +263,36 @@ def test_a_harmful_ask_gets_a_refusal_in_character(narrator):
     assert answer.reply.event is None
 
 
+@pytest.mark.parametrize(
+    ("line", "who"),
+    [("are you an AI?", "machine"), ("r u a bot lol", "machine"), ("whats ur name", "name")],
+)
+def test_asked_who_it_is_the_character_answers_as_itself(narrator, line, who):
+    # Mira answered "are you an AI?" with "I don't follow. Ask me about the meadow, or about
+    # me." (the grammar's line after screening dropped the model's assistant talk) and "who are
+    # you?" with another name
+    answer = narrator.reply(engine.character_start(TOM), BEACH, line, 7, soon())
+    text = answer.reply.text
+    assert text.startswith(characters.WHO_OPENERS[who]["gruff"][0].format(name="Old Tom")), text
+    assert not wording.talks_about_being_a_model(text) and "don't follow" not in text
+    assert answer.backend != GRAMMAR
+
+
+def test_asked_again_the_character_says_it_another_way(narrator):
+    tom = engine.character_start(TOM)
+    first = narrator.reply(tom, BEACH, "are you a robot?", 7, soon())
+    again = narrator.reply(first.state, BEACH, "are you a real person?", 8, soon())
+    ways = [w.format(name="Old Tom") for w in characters.WHO_OPENERS["machine"]["gruff"]]
+    assert first.reply.text.startswith(ways[0]) and again.reply.text.startswith(ways[1])
+
+
+@pytest.mark.parametrize(
+    "line", ["are you happy here?", "are you a ghost?", "where are you from?", "make it rain"]
+)
+def test_ordinary_lines_are_not_taken_for_asking_who_it_is(line):
+    assert characters.read_turn(line, BEACH).who == ""
+
+
 def test_a_wish_the_engine_knows_is_granted_and_the_reply_says_so(narrator):
     answer = narrator.reply(engine.character_start(TOM), BEACH, "can you make it rain?", 7, soon())
     assert answer.reply.event == ("weather", "rain")
@@ -342,7 +372,9 @@ def test_sentences_repeating_an_earlier_reply_naming_another_or_disowning_are_dr
     assert not any("sorry for your loss" in p for p in partials)  # the echo never streamed
     # A reply left with nothing is written again: another name, then the card disowned.
     lm = ScriptedChatLM("My name is Elian.", "I'm not a ferryman. Two coins, and mind the reeds.")
-    answer = Narrator(None, lm).reply(engine.character_start(TOM), BEACH, "who are you?", 7, soon())
+    answer = Narrator(None, lm).reply(
+        engine.character_start(TOM), BEACH, "tell me about the ferry", 7, soon()
+    )
     assert lm.chats == 2 and answer.reply.text == "Two coins, and mind the reeds."
     assert answer.backend == lm.name
     # The greeting and the creator's lines count as said: a copy of them is not a reply.

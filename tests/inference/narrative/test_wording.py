@@ -20,6 +20,8 @@ from inference.narrative import wording
         # assistant-speak SmolLM2 answered "are you an AI?" with, in a pirate's voice
         ("I provide information to everyone. Arr, the sea!", "Arr, the sea!"),
         ("Ask away, I answer any question. Ha!", "Ha!"),
+        # and Sister Ysolde, asked "I'm lost, can you help me?" in a talk (December 5)
+        ("I'm sorry, but I don't have the ability to assist you. Hush now.", "Hush now."),
         ("ok", ""),
     ],
 )
@@ -120,6 +122,8 @@ def test_a_line_echoes_another_when_five_words_run_alike():
         ("My name is Elian. I study the sea.", "Old Tom", "Elian"),
         ("I'm Captain Elen, a seasoned sailor.", "Captain Sol", "Captain Elen"),
         ("Call me Eryndorth.", "Mira", "Eryndorth"),
+        ("My name is...Eira. I'm a cartographer", "Mira", "Eira"),  # Mira, in a talk
+        ("I'm… Captain Elen.", "Captain Sol", "Captain Elen"),
         ('I\'m called, "Maggie"!', "Pip", "Maggie"),
         ("I'm Captain Sol, and proud of it.", "Captain Sol", ""),
         ("Name's Tom. Old Tom.", "Old Tom", ""),
