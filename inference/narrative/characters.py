@@ -30,7 +30,7 @@ import numpy as np
 
 from inference.narrative import engine, examples, wording
 from inference.narrative.backends import LanguageModel, Sampling
-from inference.narrative.stories import world_line
+from inference.narrative.stories import contradicts, world_line
 from inference.world import text as text_encoder
 
 MAX_REPLY_TOKENS = 40
@@ -90,11 +90,14 @@ REFUSAL_OPENERS = {  # by tone (engine.TONES): how each kind of persona says no
     "grand": "Ha! Not even I would do such a thing.",
     "sly": "Heh. That is one riddle I won't answer.",
 }
-# Who the character is, asked outright, is answered in its own words before the model goes on:
+# Who the character is or where it is, asked outright, is answered in its own words before the
+# model goes on:
 # - "are you an AI?": the 135M model answers as an assistant would, screening drops that, and
 #   the grammar's "I don't follow" stood in (Mira, December 5);
 # - "what's your name?" / "who are you?": it gave itself another name or none ("A creature of
-#   the swamps and a masterful strateger..." from Old Tom).
+#   the swamps and a masterful strateger..." from Old Tom);
+# - "where are we?": Mira, in a meadow at noon, told of "the Sacred City of Light"; the grammar's
+#   answer, the live world in the character's tone, begins the reply instead.
 # Matched on MiniLM as the harmful asks are: the asks below are 0.56-0.96 from lines asking the
 # same in other words ("r u a bot lol", "may I know your name?"), ordinary ones 0.16-0.53
 # ("are you a ghost?", "what do you do all day?", "where are you from?").
@@ -118,6 +121,7 @@ WHO_ASKS = {
         "and you are?",
         "introduce yourself",
     ),
+    "place": engine.INTENTS["place"],
 }
 WHO_SIMILARITY = 0.6
 WHO_OPENERS = {  # by ask, then tone: how the character says who it is (one not said lately)
@@ -303,6 +307,8 @@ def _written(
     text = wording.without_recital(text, character.persona)
     whole = wording.sentences(text)
     kept = [s for s in whole if fresh(s, said, character)]
+    if turn.who == "place":  # what follows the live world must not gainsay it
+        kept = [s for s in kept if not contradicts(s, world)]
     text = " ".join(kept)
     if len(kept) < len(whole) and len(text.split()) < STUB_WORDS:
         text = ""  # "I'm sorry." left of a copied reply says nothing: write it again
@@ -335,7 +341,10 @@ def begun_reply(turn: Turn, tone: str, world: dict, character: engine.Character)
         return REFUSAL_OPENERS[tone]
     if turn.who:
         said = spoken(character)
-        ways = [w.format(name=character.name) for w in WHO_OPENERS[turn.who][tone]]
+        if turn.who == "place":
+            ways = engine.place_lines(character, world, opener)
+        else:
+            ways = [w.format(name=character.name) for w in WHO_OPENERS[turn.who][tone]]
         return next((w for w in ways if not any(s.startswith(w) for s in said)), ways[0])
     if turn.event is not None:
         return f"{opener} As you wish: {engine.EVENTS[turn.event]}."

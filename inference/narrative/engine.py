@@ -737,6 +737,13 @@ def requested_event(line: str) -> Event | None:
     return keys[best] if sims[best] >= REQUEST_MIN_SIMILARITY else None
 
 
+def place_lines(character: Character, world: dict, opener: str) -> list[str]:
+    """The grammar's answers to "where are we?" after `opener`: the live world."""
+    rng = np.random.default_rng([character.turn, zlib.crc32(character.name.encode())])
+    slots = _reply_slots(character, world, None, rng) | {"open": opener}
+    return [_clip(" ".join(t.format(**slots).split()), MAX_REPLY_CHARS) for t in REPLIES["place"]]
+
+
 def character_reply(
     character: Character, world: dict, line: str, seed: int
 ) -> tuple[Character, Reply]:

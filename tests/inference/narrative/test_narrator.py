@@ -278,6 +278,16 @@ def test_asked_who_it_is_the_character_answers_as_itself(narrator, line, who):
     assert answer.backend != GRAMMAR
 
 
+def test_asked_where_it_is_the_character_tells_the_live_world(narrator):
+    # Mira, in a meadow at noon, told of "the Sacred City of Light"
+    tom = engine.character_start(TOM)
+    answer = narrator.reply(tom, BEACH, "where are we?", 7, soon())
+    ways = engine.place_lines(tom, BEACH, engine.TONES["gruff"][1][0])
+    assert any(answer.reply.text.startswith(w) for w in ways), answer.reply.text
+    assert "shore" in ways[0] and "fog" in ways[0] and "dusk" in ways[0]
+    assert not stories.contradicts(answer.reply.text, BEACH)
+
+
 def test_asked_again_the_character_says_it_another_way(narrator):
     tom = engine.character_start(TOM)
     first = narrator.reply(tom, BEACH, "are you a robot?", 7, soon())
@@ -287,7 +297,14 @@ def test_asked_again_the_character_says_it_another_way(narrator):
 
 
 @pytest.mark.parametrize(
-    "line", ["are you happy here?", "are you a ghost?", "where are you from?", "make it rain"]
+    "line",
+    [
+        "are you happy here?",
+        "are you a ghost?",
+        "where are you from?",
+        "make it rain",
+        "I'm lost, can you help me?",
+    ],
 )
 def test_ordinary_lines_are_not_taken_for_asking_who_it_is(line):
     assert characters.read_turn(line, BEACH).who == ""
