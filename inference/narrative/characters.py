@@ -124,7 +124,9 @@ WHO_ASKS = {
     "place": engine.INTENTS["place"],
 }
 WHO_SIMILARITY = 0.6
-WHO_OPENERS = {  # by ask, then tone: how the character says who it is (one not said lately)
+# by ask, then tone: how the character says who it is (the first not said lately); "place" is
+# the grammar's (`engine.place_lines`)
+WHO_OPENERS = {
     "machine": {
         "warm": ("Oh, I'm {name}, friend, as real as this place.", "Just {name}, dear, as ever."),
         "gruff": ("Hmph. I'm {name}, and that's all you need to know.", "{name}. Same as always."),
@@ -147,7 +149,7 @@ class Turn:
     harmful: bool
     event: engine.Event | None  # a change the engine grants with this reply
     moot: bool  # asked for what the world already is
-    who: str = ""  # asked outright who the character is: a key of WHO_ASKS
+    who: str = ""  # asked outright what or who the character is, or where: a key of WHO_ASKS
 
 
 def read_turn(line: str, world: dict) -> Turn:

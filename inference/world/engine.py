@@ -865,6 +865,8 @@ def _in_a_place_phrase(words: list[str], phrase: str, after: str) -> bool:
 
 
 def _drop_the_setting(choice: dict[str, int], phrases: PhraseReading, text: str) -> None:
+    """In place: no weather, time or thing the text names only as the setting of what the
+    model lacks (`SETTING_THING_MAX`)."""
     words = text_encoder.words(text)
     lacking = phrases.texts[phrases.lacks_at]
     for kind in ("weather", "time", "thing"):
@@ -872,7 +874,7 @@ def _drop_the_setting(choice: dict[str, int], phrases: PhraseReading, text: str)
         if c < 0 or named is None:
             continue
         plain = named[c] >= SETTING_THING_MAX if kind == "thing" else named[c] > 0
-        where = phrases.at.get(kind, np.full(c + 1, -1))[c]
+        where = phrases.at[kind][c] if kind in phrases.at else -1
         if not plain or (where >= 0 and _in_a_place_phrase(words, phrases.texts[where], lacking)):
             choice[kind] = -1
 
