@@ -542,7 +542,8 @@ REQUEST_CUE = re.compile(
 # name -> (what such a persona says of itself, openers, how plain statements end)
 TONES = {
     "warm": ("cheerful, kind, friendly and curious", ("Oh!", "Ah.", "Well now."), "!"),
-    "gruff": ("gruff, grumpy, slow to trust", ("Hmph.", "Bah.", "Hm."), "."),
+    # "stern, strict": a stern librarian read as warm and said "I'm Sister Ysolde, friend."
+    "gruff": ("gruff, grumpy, stern, strict, slow to trust", ("Hmph.", "Bah.", "Hm."), "."),
     "grand": ("boastful, proud, loves to exaggerate tall tales", ("Ha!", "Ahoy!", "Hah!"), "!"),
     "sly": ("mischievous, playful, speaks in riddles", ("Heh.", "Hmm...", "Ooh."), "..."),
 }

@@ -326,3 +326,20 @@ def test_a_request_is_granted_only_when_the_engine_knows_the_change(line, event)
     clear_day = {**BEACH, "weather": "clear", "time": "day"}
     _, reply = narrative.character_reply(narrative.character_start(TOM), clear_day, line, seed=2)
     assert reply.event == event
+
+
+@pytest.mark.parametrize(
+    ("persona", "tone"),
+    [
+        ("A gruff marsh ferryman, slow to trust.", "gruff"),
+        (
+            "The stern keeper of a mountain library, precise, strict about silence and proud "
+            "of her ancient books.",
+            "gruff",
+        ),  # was warm: "I'm Sister Ysolde, friend."
+        ("A cheerful baker who loves gossip and honey cakes.", "warm"),
+        ("A mischievous young fox spirit who loves pranks and riddles.", "sly"),
+    ],
+)
+def test_a_persona_speaks_in_the_tone_its_card_describes(persona, tone):
+    assert narrative._tone(persona) == tone
