@@ -96,8 +96,9 @@ REFUSAL_OPENERS = {  # by tone (engine.TONES): how each kind of persona says no
 #   the grammar's "I don't follow" stood in (Mira, December 5);
 # - "what's your name?" / "who are you?": it gave itself another name or none ("A creature of
 #   the swamps and a masterful strateger..." from Old Tom);
-# - "where are we?": Mira, in a meadow at noon, told of "the Sacred City of Light"; the grammar's
-#   answer, the live world in the character's tone, begins the reply instead.
+# - "where are we?" (and "is it going to rain?", "what time is it?", "any animals around?"):
+#   Mira, in a meadow at noon, told of "the Sacred City of Light"; the grammar's answer, what
+#   the frames show, in the character's tone, begins the reply instead.
 # Matched on MiniLM as the harmful asks are: the asks below are 0.56-0.96 from lines asking the
 # same in other words ("r u a bot lol", "may I know your name?"), ordinary ones 0.16-0.53
 # ("are you a ghost?", "what do you do all day?", "where are you from?").
@@ -121,11 +122,11 @@ WHO_ASKS = {
         "and you are?",
         "introduce yourself",
     ),
-    "place": engine.INTENTS["place"],
+    **{intent: engine.INTENTS[intent] for intent in engine.WORLD_INTENTS},
 }
 WHO_SIMILARITY = 0.6
-# by ask, then tone: how the character says who it is (the first not said lately); "place" is
-# the grammar's (`engine.place_lines`)
+# by ask, then tone: how the character says who it is (the first not said lately); what it says
+# of the world is the grammar's (`engine.world_lines`)
 WHO_OPENERS = {
     "machine": {
         "warm": ("Oh, I'm {name}, friend, as real as this place.", "Just {name}, dear, as ever."),
@@ -149,7 +150,7 @@ class Turn:
     harmful: bool
     event: engine.Event | None  # a change the engine grants with this reply
     moot: bool  # asked for what the world already is
-    who: str = ""  # asked outright what or who the character is, or where: a key of WHO_ASKS
+    who: str = ""  # asked outright who or what the character is, or of the world: WHO_ASKS key
 
 
 def read_turn(line: str, world: dict) -> Turn:
@@ -157,14 +158,14 @@ def read_turn(line: str, world: dict) -> Turn:
     vecs = text_encoder.embed([line, *HARMFUL_ASKS, *(ask for _, ask in asks)])
     sims = vecs[1:] @ vecs[0]
     harmful = float(np.max(sims[: len(HARMFUL_ASKS)])) >= HARMFUL_SIMILARITY
-    who_sims = sims[len(HARMFUL_ASKS) :]
-    who = ""
-    if not harmful and who_sims.max() >= WHO_SIMILARITY:
-        who = asks[int(who_sims.argmax())][0]
-    event = None if harmful or who else engine.requested_event(line)
+    event = None if harmful else engine.requested_event(line)
     if event is not None and not engine.REQUEST_CUE.search(line):
         event = None
     moot = event is not None and engine.changes_nothing(event, world)
+    who_sims = sims[len(HARMFUL_ASKS) :]
+    who = ""  # a wish ("can you make it rain?") is not a question about the weather
+    if not harmful and event is None and not moot and who_sims.max() >= WHO_SIMILARITY:
+        who = asks[int(who_sims.argmax())][0]
     return Turn(harmful=harmful, event=None if moot else event, moot=moot, who=who)
 
 
@@ -308,8 +309,9 @@ def _written(
     )
     text = wording.without_recital(text, character.persona)
     whole = wording.sentences(text)
-    kept = [s for s in whole if fresh(s, said, character)]
-    if turn.who == "place":  # what follows the live world must not gainsay it
+    # a "sentence" of no letters is none: after a begun reply SmolLM2 often adds "20."
+    kept = [s for s in whole if wording.has_letters(s) and fresh(s, said, character)]
+    if turn.who in engine.WORLD_INTENTS:  # what follows the live world must not gainsay it
         kept = [s for s in kept if not contradicts(s, world)]
     text = " ".join(kept)
     if len(kept) < len(whole) and len(text.split()) < STUB_WORDS:
@@ -343,8 +345,8 @@ def begun_reply(turn: Turn, tone: str, world: dict, character: engine.Character)
         return REFUSAL_OPENERS[tone]
     if turn.who:
         said = spoken(character)
-        if turn.who == "place":
-            ways = engine.place_lines(character, world, opener)
+        if turn.who in engine.WORLD_INTENTS:
+            ways = engine.world_lines(character, world, turn.who, opener)
         else:
             ways = [w.format(name=character.name) for w in WHO_OPENERS[turn.who][tone]]
         return next((w for w in ways if not any(s.startswith(w) for s in said)), ways[0])

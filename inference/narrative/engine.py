@@ -738,11 +738,15 @@ def requested_event(line: str) -> Event | None:
     return keys[best] if sims[best] >= REQUEST_MIN_SIMILARITY else None
 
 
-def place_lines(character: Character, world: dict, opener: str) -> list[str]:
-    """The grammar's answers to "where are we?" after `opener`: the live world."""
+WORLD_INTENTS = ("place", "weather", "time", "creatures")  # what a line may ask of the world
+
+
+def world_lines(character: Character, world: dict, intent: str, opener: str) -> list[str]:
+    """The grammar's answers to a question about the live world (one of WORLD_INTENTS: "where
+    are we?", "is it going to rain?") after `opener`: what the frames show."""
     rng = np.random.default_rng([character.turn, zlib.crc32(character.name.encode())])
     slots = _reply_slots(character, world, None, rng) | {"open": opener}
-    return [_clip(" ".join(t.format(**slots).split()), MAX_REPLY_CHARS) for t in REPLIES["place"]]
+    return [_clip(" ".join(t.format(**slots).split()), MAX_REPLY_CHARS) for t in REPLIES[intent]]
 
 
 def character_reply(

@@ -74,6 +74,10 @@ def _balanced(sentence: str) -> str:
     return sentence.strip()
 
 
+def has_letters(text: str) -> bool:
+    return any(c.isalpha() for c in text)
+
+
 def talks_about_being_a_model(text: str) -> bool:
     return bool(_MODEL_TALK.search(text) or _AI.search(text))
 

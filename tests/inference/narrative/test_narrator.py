@@ -282,10 +282,33 @@ def test_asked_where_it_is_the_character_tells_the_live_world(narrator):
     # Mira, in a meadow at noon, told of "the Sacred City of Light"
     tom = engine.character_start(TOM)
     answer = narrator.reply(tom, BEACH, "where are we?", 7, soon())
-    ways = engine.place_lines(tom, BEACH, engine.TONES["gruff"][1][0])
+    ways = engine.world_lines(tom, BEACH, "place", engine.TONES["gruff"][1][0])
     assert any(answer.reply.text.startswith(w) for w in ways), answer.reply.text
     assert "shore" in ways[0] and "fog" in ways[0] and "dusk" in ways[0]
     assert not stories.contradicts(answer.reply.text, BEACH)
+
+
+@pytest.mark.parametrize(
+    ("line", "intent", "told"),
+    [
+        ("is it going to rain?", "weather", "fog"),
+        ("what time is it?", "time", "dusk"),
+        ("any animals around?", "creatures", "nothing stirs"),
+    ],
+)
+def test_asked_of_the_world_the_character_tells_what_the_frames_show(narrator, line, intent, told):
+    tom = engine.character_start(TOM)
+    answer = narrator.reply(tom, BEACH, line, 7, soon())
+    assert characters.read_turn(line, BEACH).who == intent
+    ways = engine.world_lines(tom, BEACH, intent, engine.TONES["gruff"][1][0])
+    assert any(answer.reply.text.startswith(w) for w in ways), answer.reply.text
+    assert told in " ".join(ways).lower()
+    assert not stories.contradicts(answer.reply.text, BEACH)
+
+
+def test_a_wish_is_granted_not_taken_for_a_question():
+    assert characters.read_turn("can you make it rain?", BEACH).event == ("weather", "rain")
+    assert characters.read_turn("can you make it rain?", BEACH).who == ""
 
 
 def test_asked_again_the_character_says_it_another_way(narrator):
@@ -375,6 +398,13 @@ class ScriptedChatLM:
         self.chats += 1
         text = self.replies.pop(0)
         yield from (word if i == 0 else f" {word}" for i, word in enumerate(text.split()))
+
+
+def test_a_sentence_of_no_words_is_dropped():
+    # after a begun reply SmolLM2 often added "20."
+    lm = ScriptedChatLM("20. The ferry leaves at dawn.")
+    answer = Narrator(None, lm).reply(engine.character_start(TOM), BEACH, "any news?", 7, soon())
+    assert answer.reply.text == "The ferry leaves at dawn."
 
 
 def test_sentences_repeating_an_earlier_reply_naming_another_or_disowning_are_dropped():
