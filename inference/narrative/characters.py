@@ -125,6 +125,7 @@ WHO_ASKS = {
     **{intent: engine.INTENTS[intent] for intent in engine.WORLD_INTENTS},
 }
 WHO_SIMILARITY = 0.6
+_WHO_ASKED = [(kind, ask) for kind, texts in WHO_ASKS.items() for ask in texts]
 # by ask, then tone: how the character says who it is (the first not said lately); what it says
 # of the world is the grammar's (`engine.world_lines`)
 WHO_OPENERS = {
@@ -154,8 +155,7 @@ class Turn:
 
 
 def read_turn(line: str, world: dict) -> Turn:
-    asks = [(kind, ask) for kind, texts in WHO_ASKS.items() for ask in texts]
-    vecs = text_encoder.embed([line, *HARMFUL_ASKS, *(ask for _, ask in asks)])
+    vecs = text_encoder.embed([line, *HARMFUL_ASKS, *(ask for _, ask in _WHO_ASKED)])
     sims = vecs[1:] @ vecs[0]
     harmful = float(np.max(sims[: len(HARMFUL_ASKS)])) >= HARMFUL_SIMILARITY
     event = None if harmful else engine.requested_event(line)
@@ -165,7 +165,7 @@ def read_turn(line: str, world: dict) -> Turn:
     who_sims = sims[len(HARMFUL_ASKS) :]
     who = ""  # a wish ("can you make it rain?") is not a question about the weather
     if not harmful and event is None and not moot and who_sims.max() >= WHO_SIMILARITY:
-        who = asks[int(who_sims.argmax())][0]
+        who = _WHO_ASKED[int(who_sims.argmax())][0]
     return Turn(harmful=harmful, event=None if moot else event, moot=moot, who=who)
 
 
@@ -249,8 +249,8 @@ def reply(
     character = noticed(character, world)
     turn = read_turn(line, world)
     tone = engine._tone(character.persona)
-    prefix = begun_reply(turn, tone, world, character)
     said = spoken(character)
+    prefix = begun_reply(turn, tone, world, character, said)
     streamer = _Partials(prefix, on_partial, screen, character, said)
     if prefix:
         streamer.send(prefix)
@@ -338,13 +338,15 @@ def fresh(sentence: str, said: list[str], character: engine.Character) -> bool:
     )
 
 
-def begun_reply(turn: Turn, tone: str, world: dict, character: engine.Character) -> str:
-    """The start of a reply decided before the model runs ("" when the model writes it all)."""
+def begun_reply(
+    turn: Turn, tone: str, world: dict, character: engine.Character, said: list[str]
+) -> str:
+    """The start of a reply decided before the model runs ("" when the model writes it all);
+    `said`: what the character has said (`spoken`), so an opening is not said twice running."""
     opener = engine.TONES[tone][1][0]
     if turn.harmful:
         return REFUSAL_OPENERS[tone]
     if turn.who:
-        said = spoken(character)
         if turn.who in engine.WORLD_INTENTS:
             ways = engine.world_lines(character, world, turn.who, opener)
         else:

@@ -642,13 +642,13 @@ class WorldEngine:
         # things: the nearest phrase to one of their names, whatever its nearest name of all
         thing, of_thing = None, kinds == NAME_KINDS.index("thing")
         if of_thing.any():
-            thing = np.zeros(len(ws.THINGS))
-            np.maximum.at(thing, ids[of_thing], sims[free][:, of_thing].max(0, initial=0.0))
+            thing, to_thing = np.zeros(len(ws.THINGS)), sims[free][:, of_thing]
+            np.maximum.at(thing, ids[of_thing], to_thing.max(0, initial=0.0))
             if free.any():
-                rows, cols = sims[free][:, of_thing].argmax(0), np.flatnonzero(of_thing)
-                nearest = sims[free][rows, cols]
+                rows = to_thing.argmax(0)  # per name, its nearest free phrase
+                nearest = to_thing[rows, np.arange(len(rows))]
                 at["thing"] = _naming_phrase(
-                    np.flatnonzero(free)[rows], ids[cols], nearest, len(thing)
+                    np.flatnonzero(free)[rows], ids[of_thing], nearest, len(thing)
                 )
         return PhraseReading(
             biome=biome,
