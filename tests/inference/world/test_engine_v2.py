@@ -670,6 +670,31 @@ def test_what_the_model_lacks_among_things_it_has_is_unsupported_in_written_even
 
 
 @pytest.mark.parametrize(
+    "prompt",
+    [
+        # the sandstorm's "in swirling sand" was the desert's and ruled the jungle out
+        "transport me to the vine-choked tropics, in swirling sand",
+        # the falling petals' "pink petals float by": a blossom garden
+        "I dream of faraway vine-choked tropics, in the middle of the day as pink petals float by",
+        # "where you" (function words alone) was 0.51 from "city"
+        "I dream of the vine-choked tropics where you might meet a trout",
+    ],
+)
+def test_an_atmosphere_or_a_creature_beside_a_place_names_no_other_place(engine, prompt):
+    wid = engine.create_world(prompt=prompt, seed=5)
+    try:
+        assert engine.describe(wid)["biomes"] == ["jungle"]
+    finally:
+        engine.drop_world(wid)
+    # the same atmosphere with its own place still reads that place
+    wid = engine.create_world(prompt="a sandy desert in swirling sand", seed=5)
+    try:
+        assert engine.describe(wid)["biomes"] == ["desert"]
+    finally:
+        engine.drop_world(wid)
+
+
+@pytest.mark.parametrize(
     ("prompt", "biome"),
     [
         ("camel tracks across the sand sea", "desert"),  # before BIOME_CLAIM_MIN: a beach
