@@ -60,6 +60,9 @@ Choices:
 2. Call out to the wolf in the dark
 """
 
+# Two of the examples tell a change of the time of day: with the fog and the fox alone, Gemma
+# told 22% of time-of-day picks (126 picks of the evaluation's 6 stories: every pick by model
+# 70 -> 92% with night and dawn; time 22 -> 89%, weather 61 -> 89%)
 NARRATION_PREFIX = """Each choice is followed by one sentence that tells what happened.
 
 Story: The old bell in the village square rang by itself at dawn.
@@ -71,6 +74,16 @@ Story: A caravan lost its way among the dunes.
 Choice: Follow the bird toward the distant ruins
 Then: a fox appears
 Narration: The bird leads you to a broken wall, where a fox watches you from the shade.
+
+Story: Snow has buried the road to the pass, and the wolves are close.
+Choice: Wait in the hut until it is dark
+Then: night falls
+Narration: You bar the door of the hut and watch night fall over the snowy pass.
+
+Story: The ferryman will not cross the river in the dark.
+Choice: Sleep by the river until morning
+Then: dawn breaks
+Narration: You sleep on the bank, and dawn breaks pink over the still water.
 """
 
 
