@@ -974,15 +974,14 @@ SECOND_LEAD_MIN = 0.08
 # and 0.55 were tried beside a stricter reading, not kept): exact biomes 90.6 -> 91.0%, 90.9 ->
 # 91.2%, written 92.2 -> 93.8%; every demo world reads the same.
 BIOME_CLAIM_MIN = 0.45
-# A phrase whose nearest name of all is an atmosphere, a time of day or a creature names no
-# biome, however near it comes to one: "in swirling sand" (a sandstorm) was the desert's, "pink
-# petals float by" the blossom garden's and "an arctic fox" the snow's, and each ruled out the
-# jungle of "vine-choked tropics" (at most 0.51 from a jungle name). Chosen on 600 eval-split
-# prompts of each of seeds 11 and 13 (not the evaluation's) with FUNCTION_WORDS' wh-words and
-# modals, text side: exact biomes 91.5 -> 92.2% and 93.8 -> 94.3% (jungle alone 93 -> 100%,
-# 85 -> 93%); atmosphere, time, creature, 1,000 event texts of each seed, the 96 written
-# prompts and written event sets B and C read the same. Things and scene details as well
-# lost one written prompt.
+# A phrase whose nearest name of all is an atmosphere, a time of day or a creature names no biome,
+# however near it comes to one: "in swirling sand" (a sandstorm) was the desert's and "pink petals
+# float by" the blossom garden's, and each ruled out the jungle of "vine-choked tropics" (at most
+# 0.51 from a jungle name). Chosen on 600 eval-split prompts of each of seeds 11 and 13 (not the
+# evaluation's) with FUNCTION_WORDS' wh-words and modals, text side: exact biomes 91.5 -> 92.2% and
+# 93.8 -> 94.3% (jungle alone 93 -> 100%, 85 -> 93%); atmosphere, time, creature, 1,000 event texts
+# of each seed, the 96 written prompts and written event sets B and C read the same. Things and
+# scene details as well lost one written prompt.
 NOT_A_PLACE = [NAME_KINDS.index(k) for k in ("weather", "time", "creature")]
 
 
