@@ -710,3 +710,39 @@ def test_a_place_some_phrase_names_wins_over_one_no_phrase_names(engine, prompt,
         assert engine.describe(wid)["biomes"] == [biome]
     finally:
         engine.drop_world(wid)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "biomes"),
+    [
+        # "an arctic" of "an arctic fox" is 0.75 from the snow's names: without the creature's
+        # phrase kept out of the biome reading these had snow
+        ("a rocky ravine where arctic foxes roam", ["canyon"]),
+        ("an arctic fox asleep on a grassy hillside", ["meadow"]),
+    ],
+)
+def test_a_creatures_phrase_names_no_place(engine, prompt, biomes):
+    wid = engine.create_world(prompt=prompt, seed=5)
+    try:
+        assert sorted(engine.describe(wid)["biomes"]) == biomes
+    finally:
+        engine.drop_world(wid)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "biomes"),
+    [
+        # "stagnant wetlands" is 0.66 from the swamp's names, short of SECOND_PHRASE_MIN, but
+        # the nearest name and the heads on the phrase alone agree on it: a second biome
+        ("stagnant wetlands giving way to a pine forest", ["forest", "swamp"]),
+        ("half stagnant wetlands, half sea of dunes", ["desert", "swamp"]),
+        # one phrase ("hillside with hot") is not enough for a second biome
+        ("I want to explore a grassy hillside with hot springs", ["meadow"]),
+    ],
+)
+def test_a_place_both_readings_agree_on_may_be_the_second(engine, prompt, biomes):
+    wid = engine.create_world(prompt=prompt, seed=5)
+    try:
+        assert sorted(engine.describe(wid)["biomes"]) == biomes
+    finally:
+        engine.drop_world(wid)
