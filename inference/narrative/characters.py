@@ -359,6 +359,13 @@ def begun_reply(
     return ""
 
 
+def warm_up() -> None:
+    """Embed the lines every reply is compared with (the harmful and who asks, the requests,
+    the refusals) once, before any player talks."""
+    read_turn("hello there", {})
+    _refuses("No.")
+
+
 def _refuses(text: str) -> bool:
     vecs = text_encoder.embed([text, *REFUSALS_SEEN])
     return float(np.max(vecs[1:] @ vecs[0])) >= REFUSAL_SIMILARITY

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from inference.narrative import characters, engine, stories, wording
+from inference.narrative import characters, engine, grounding, stories, wording
 from inference.narrative.backends import LanguageModel, NarrativeConfig, open_backends
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,9 @@ class Narrator:
         return ", ".join(sorted(names)) or GRAMMAR
 
     def warm_up(self) -> None:
-        """Load embedded weights now (the first player should not wait for them)."""
+        """Load embedded weights and embed what every line is compared with (the asks, the
+        requests, the grounding exemplars, screening's own) now: the first player should not
+        wait for them, and 8 first replies at once each embedded them (~3 s of CPU each)."""
         for lm in (self.story_lm, self.chat_lm):
             load = getattr(lm, "load", None)
             if load is not None:
@@ -77,6 +79,12 @@ class Narrator:
                     load()
                 except Exception as exc:
                     log.warning("narrative model %s unavailable: %s", lm.name, exc)
+        try:
+            characters.warm_up()
+            grounding.ground_many(["hello there"], None)
+            self.screen("hello there")
+        except Exception as exc:  # noqa: BLE001 (the first replies will embed them instead)
+            log.warning("narrative warm-up: %s", exc)
 
     # --- stories ---------------------------------------------------------------------------
     def offer(self, story: engine.Story, world: dict, seed: int, deadline: float) -> Answer:

@@ -44,8 +44,17 @@ def embed(texts: list[str]) -> np.ndarray:
     if missing:
         encoder = load_encoder()
         with _encode_lock:
-            vecs = encoder.encode(
-                missing, normalize_embeddings=True, batch_size=64, show_progress_bar=False
+            # what another thread embedded while this one waited is not embedded again: the
+            # first replies of a fresh worker, 8 at once, each embedded the same ~80 asks
+            with _lock:
+                found.update((t, _cache[t]) for t in missing if t in _cache)
+            missing = [t for t in missing if t not in found]
+            vecs = (
+                encoder.encode(
+                    missing, normalize_embeddings=True, batch_size=64, show_progress_bar=False
+                )
+                if missing
+                else []
             )
         for text, vec in zip(missing, vecs, strict=True):
             found[text] = np.asarray(vec, dtype=np.float32)

@@ -708,3 +708,14 @@ def test_characters_answering_at_once_each_answer_their_own_player(narrator):
         assert answer.reply.text.strip()
         assert answer.state.name == card["name"]
         assert answer.state.memory[-1][1] == answer.reply.text  # the turn it remembers
+
+
+def test_warming_up_embeds_what_every_reply_is_compared_with(monkeypatch):
+    from inference.world import text
+
+    monkeypatch.setattr(text, "_cache", {})
+    Narrator(None, None).warm_up()
+    fixed = [*characters.HARMFUL_ASKS, *[a for asks in characters.WHO_ASKS.values() for a in asks]]
+    fixed += [p for phrases in engine.REQUESTS.values() for p in phrases]
+    fixed += list(grounding._exemplars()[1])
+    assert all(t in text._cache for t in fixed)

@@ -1,5 +1,7 @@
 """The MiniLM embedding cache keeps what is used again and again."""
 
+import time
+
 import numpy as np
 
 from inference.world import text
@@ -18,3 +20,31 @@ def test_the_cache_forgets_the_least_recently_used_texts_first(monkeypatch):
     again = text.embed(["a campfire crackles to life"])[0]
     assert np.allclose(again, exemplar)
     assert text.embed(["line number 0"])[0] @ exemplar < 0.99
+
+
+def test_texts_another_thread_is_embedding_are_not_embedded_twice(monkeypatch):
+    """8 first replies at once each embedded the same ~80 asks: a thread that waited for the
+    encoder takes what the one before it embedded."""
+    import threading
+
+    monkeypatch.setattr(text, "_cache", {})
+    encoder = text.load_encoder()
+    encoded: list[str] = []
+    inside = threading.Event()
+
+    class Counting:
+        def encode(self, texts, **kwargs):
+            encoded.extend(texts)
+            inside.set()
+            time.sleep(0.3)  # the second thread arrives while this one encodes
+            return encoder.encode(texts, **kwargs)
+
+    monkeypatch.setattr(text, "load_encoder", lambda device="cpu": Counting())
+    asks = [f"an ask read by every reply, number {i}" for i in range(12)]
+    first = threading.Thread(target=text.embed, args=(asks,))
+    first.start()
+    assert inside.wait(10)
+    second = text.embed(["a new line", *asks])
+    first.join()
+    assert sorted(encoded) == sorted([*asks, "a new line"])  # each text once
+    assert np.allclose(second[1:], text.embed(asks))
