@@ -71,7 +71,8 @@ class Narrator:
     def warm_up(self) -> None:
         """Load embedded weights and embed what every line is compared with (the asks, the
         requests, the grounding exemplars, screening's own) now: the first player should not
-        wait for them, and 8 first replies at once each embedded them (~3 s of CPU each)."""
+        wait for them, and 8 first replies at once each embedded them (about 2.5 s each in the
+        bench's flood)."""
         for lm in (self.story_lm, self.chat_lm):
             load = getattr(lm, "load", None)
             if load is not None:
