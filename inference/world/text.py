@@ -49,19 +49,16 @@ def embed(texts: list[str]) -> np.ndarray:
             with _lock:
                 found.update((t, _cache[t]) for t in missing if t in _cache)
             missing = [t for t in missing if t not in found]
-            vecs = (
-                encoder.encode(
+            if missing:
+                vecs = encoder.encode(
                     missing, normalize_embeddings=True, batch_size=64, show_progress_bar=False
                 )
-                if missing
-                else []
-            )
-        for text, vec in zip(missing, vecs, strict=True):
-            found[text] = np.asarray(vec, dtype=np.float32)
-        with _lock:
-            _cache.update((t, found[t]) for t in missing)
-            for stale in list(_cache)[: max(0, len(_cache) - _CACHE_MAX)]:
-                del _cache[stale]  # the least recently used (dicts keep their order)
+                for text, vec in zip(missing, vecs, strict=True):
+                    found[text] = np.asarray(vec, dtype=np.float32)
+                with _lock:  # before the next thread may encode
+                    _cache.update((t, found[t]) for t in missing)
+                    for stale in list(_cache)[: max(0, len(_cache) - _CACHE_MAX)]:
+                        del _cache[stale]  # the least recently used (dicts keep their order)
     return np.stack([found[t] for t in texts])
 
 
