@@ -724,8 +724,22 @@ def test_a_creatures_phrase_names_no_place(engine, prompt, biomes):
         # the nearest name and the heads on the phrase alone agree on it: a second biome
         ("stagnant wetlands giving way to a pine forest", ["forest", "swamp"]),
         ("half stagnant wetlands, half sea of dunes", ["desert", "swamp"]),
+        # "vine-choked tropics" is 0.44-0.47 from the jungle's names and the heads on the whole
+        # text gave the jungle a share under 5%; three phrases agree on it all the same
+        (
+            "transport me to a stretch of coastline tucked away in the vine-choked tropics",
+            ["beach", "jungle"],
+        ),
+        (
+            "transport me to the vine-choked tropics tucked away in the stagnant wetlands",
+            ["jungle", "swamp"],
+        ),
         # one phrase ("hillside with hot") is not enough for a second biome
         ("I want to explore a grassy hillside with hot springs", ["meadow"]),
+        # "a cavern of" and "a faraway forest" agree on a cave and a forest, but share a word
+        # with a phrase nearer to another biome ("cavern of blue ice", "forest of golden")
+        ("transport me to a faraway cavern of blue ice", ["ice_cave"]),
+        ("show me a faraway forest of golden leaves", ["autumn"]),
     ],
 )
 def test_a_place_both_readings_agree_on_may_be_the_second(engine, prompt, biomes):
