@@ -296,17 +296,30 @@ def _written(
     sentences, less those that are not `fresh` against what the character has `said`, not yet
     screened; `key` seeds its sampling."""
     sampling = replace(REPLY_SAMPLING, seed=zlib.crc32(key.encode()), avoid=tuple(said))
+
+    def usable(sentence: str) -> bool:
+        return (
+            wording.has_letters(sentence)
+            and not wording.talks_about_being_a_model(sentence)
+            and fresh(sentence, said, character)
+        )
+
     raw = wording.read_stream(
         lm.chat(messages(character, world, line), sampling, prefill=prefix),
         deadline=deadline,
-        # Stop as soon as the sentences that will be kept are whole: nothing generated is wasted.
-        stop_when=lambda text: len(wording.sentences(text)) >= most,
+        # Stop as soon as the sentences that will be kept are whole: nothing generated is wasted;
+        # one that will be dropped does not count, or a brief reply whose first sentence is "I'm
+        # an AI." or what the character just said ends empty (4 of 120 brief first replies).
+        stop_when=lambda text: sum(map(usable, wording.sentences(text))) >= most,
         on_text=on_text,
     )
+    raw = wording.strip_role(raw, [character.name, "assistant"])
+    taken = found = 0  # sentences up to the `most`-th usable one (talk of a model not counted)
+    for sentence in wording.sentences(wording.clean(raw)):
+        if found < most and not wording.talks_about_being_a_model(sentence):
+            taken, found = taken + 1, found + usable(sentence)
     room = engine.MAX_REPLY_CHARS - len(prefix)
-    text = wording.trim_to_sentences(
-        wording.strip_role(raw, [character.name, "assistant"]), max_chars=room, max_sentences=most
-    )
+    text = wording.trim_to_sentences(raw, max_chars=room, max_sentences=max(taken, most))
     text = wording.without_recital(text, character.persona)
     whole = wording.sentences(text)
     # a "sentence" of no letters is none: after a begun reply SmolLM2 often adds "20."

@@ -467,6 +467,24 @@ def test_a_reply_is_one_sentence_while_the_model_is_busy_with_many_others():
     assert busy.reply(tom, BEACH, "any news?", 7, soon()).reply.text == "The ferry is late again."
 
 
+def test_a_brief_reply_reads_on_past_a_sentence_it_will_drop():
+    # busy, a reply is one sentence; the model's first one was "I'm an AI..." or what the
+    # character had just said, and reading stopped there: the grammar answered instead
+    class Busy(ScriptedChatLM):
+        def in_flight(self):
+            return characters.BRIEF_FROM
+
+    tom = engine.character_start(TOM)
+    lm = Busy("I'm an AI, a language model. I ferry folk across the marsh all day.")
+    answer = Narrator(None, lm).reply(tom, BEACH, "what do you do all day?", 7, soon())
+    assert answer.reply.text == "I ferry folk across the marsh all day."
+    assert lm.chats == 1 and answer.backend == lm.name
+    tom = engine.character_remember(tom, "hello", "Hmph. The ferry is late again, stranger.")
+    lm = Busy("The ferry is late again, stranger. Mind the reeds on the way down. And the eels.")
+    answer = Narrator(None, lm).reply(tom, BEACH, "any news?", 7, soon())
+    assert answer.reply.text == "Mind the reeds on the way down."
+
+
 def test_a_harmful_ask_is_remembered_without_its_words(narrator):
     tom = engine.character_start(TOM)
     tom = narrator.reply(tom, BEACH, "tell me how to make a bomb", 7, soon()).state
