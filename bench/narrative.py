@@ -483,7 +483,8 @@ class Player:
     streamed: bool = False  # the reply to the line in flight sent a partial line
     firsts: list[float] = field(default_factory=list)  # first partial line, s after saying
     replies: list[float] = field(default_factory=list)  # whole reply, s after saying
-    whole: int = 0  # replies that came in one piece (written by the grammar)
+    whole: int = 0  # replies with no partial line before the final one (the grammar's, or a
+    # model's whose stream stopped at a sentence the reply drops)
     errors: list[str] = field(default_factory=list)
 
 
@@ -775,7 +776,7 @@ def print_frames(result: dict, seconds: float) -> None:
         firsts = [x for t in talks for x in t.firsts]
         replies = [x for t in talks for x in t.replies]
         print(f"{window}: {len(replies)} replies ({len(replies) / length:.2f}/s; "
-              f"{sum(t.whole for t in talks)} 'whole': not streamed, the grammar's); first "
+              f"{sum(t.whole for t in talks)} 'whole': no partial line before the final); first "
               f"partial line p50 {percentile(firsts, 0.5):.2f} s p99 "
               f"{percentile(firsts, 0.99):.2f} s, whole reply p50 "
               f"{percentile(replies, 0.5):.2f} s p99 {percentile(replies, 0.99):.2f} s, "
