@@ -323,7 +323,7 @@ def _written(
     text = wording.without_recital(text, character.persona)
     whole = wording.sentences(text)
     # a "sentence" of no letters is none: after a begun reply SmolLM2 often adds "20."
-    kept = [s for s in whole if wording.has_letters(s) and fresh(s, said, character)]
+    kept = [s for s in whole if usable(s)]
     if turn.who in engine.WORLD_INTENTS:  # what follows the live world must not gainsay it
         kept = [s for s in kept if not contradicts(s, world)]
     text = " ".join(kept)

@@ -205,7 +205,7 @@ class WorldEngine:
         choice = {k: int(v.argmax()) - 1 for k, v in heads.items()}  # -1: no such event
         # atmospheres and times weighed with the phrases that name one, as a prompt's are: "a
         # snowstorm hits" is near the name "in a snowstorm" where the head alone read thunder
-        phrases = self._read_phrases(text)
+        phrases = self._read_phrases(text, places=False)
         for kind in ("weather", "time"):
             named, ok = getattr(phrases, kind), getattr(phrases, f"{kind}_ok")
             if named is not None:  # class 0, "none", is named by nothing and needs no phrase
@@ -569,9 +569,10 @@ class WorldEngine:
         except KeyError:
             raise KeyError(f"unknown world {world_id!r}") from None
 
-    def _read_phrases(self, text: str) -> PhraseReading:
+    def _read_phrases(self, text: str, places: bool = True) -> PhraseReading:
         """What the prompt's short phrases name, by cosine to the weights' concept names
-        (nothing, for weights without names)."""
+        (nothing, for weights without names); `places`: read the biomes too (an event never
+        changes them, and their reading runs the prompt heads on every phrase: ~11 ms)."""
         kinds = self.model.name_kinds.cpu().numpy()
         ids = self.model.name_ids.cpu().numpy()
         if not len(ids):
@@ -597,7 +598,7 @@ class WorldEngine:
         all_near, all_best = all_sims.argmax(1), all_sims.max(1)
         biome = None
         is_biome = kinds == NAME_KINDS.index("biome")
-        if is_biome.any():
+        if places and is_biome.any():
             per = np.full((len(sims), len(ws.BIOMES)), -1.0)
             for b in np.unique(ids[is_biome]):
                 per[:, b] = sims[:, is_biome & (ids == b)].max(1)
@@ -611,8 +612,8 @@ class WorldEngine:
             close = top >= SECOND_PHRASE_MIN
             np.maximum.at(lead, nearest_biome[close], (top - runner_up)[close])
             word_is_place = is_biome[all_near[is_word]] & (all_best[is_word] >= BIOME_CLAIM_MIN)
-            places = {w for w, place in zip(words, word_is_place, strict=True) if place}
-            agreed = self._agreed_biomes(vecs[: len(phrases)], per, near_kind, phrases, places)
+            place_words = {w for w, place in zip(words, word_is_place, strict=True) if place}
+            agreed = self._agreed_biomes(vecs[: len(phrases)], per, near_kind, phrases, place_words)
             biome = (per.max(0), claimed, lead, agreed)
         # atmospheres and times: a phrase names the concept of its nearest name of all kinds
         # ("a snowy valley" is nearer a snowfield than falling snow: a biome, not weather)
@@ -695,10 +696,10 @@ class WorldEngine:
         head = torch.softmax(heads["biome"].float(), -1).cpu().numpy()
         nearest, rows = per.argmax(1), np.arange(len(per))
         top = per[rows, nearest]
-        is_biome = near_kind == NAME_KINDS.index("biome")
-        both = is_biome & (top >= AGREED_CLAIM_MIN) & (head[rows, nearest] >= AGREED_HEAD_MIN)
+        names_a_biome = near_kind == NAME_KINDS.index("biome")  # its nearest name of all
+        both = names_a_biome & (top >= AGREED_CLAIM_MIN) & (head[rows, nearest] >= AGREED_HEAD_MIN)
         words = [set(p.split()) & places for p in phrases]
-        named = np.flatnonzero(is_biome & (top >= BIOME_CLAIM_MIN))
+        named = np.flatnonzero(names_a_biome & (top >= BIOME_CLAIM_MIN))
         counted = both.copy()
         for i in np.flatnonzero(both):
             counted[i] = not any(
