@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from asgiref.sync import sync_to_async
@@ -407,11 +408,13 @@ class PlayConsumer(SessionConsumer):
         self._narrative_ready(Category.CHARACTERS, "There is no one to talk to in this world.")
         # Dialogue is user text in the world, like a prompt: screened and recorded the same way.
         refusal = await self._screen(message.text, "say")
+        say = m.Say(session_id=str(self.session_id), text=message.text, slot=self.seat.slot)
         if refusal is not None:
+            # The player learns why; the character still answers, refusing in its own voice
+            # (its words never leave this process, nor reach the other players).
+            await self._to_worker(replace(say, text=None, refused=True))
             raise ProtocolError("blocked", refusal)
-        await self._to_worker(
-            m.Say(session_id=str(self.session_id), text=message.text, slot=self.seat.slot)
-        )
+        await self._to_worker(say)
 
     async def _screen(self, text: str, field: str) -> str | None:
         """None when the text may reach the world, else the reason the player sees; either way

@@ -154,6 +154,9 @@ class Turn:
     who: str = ""  # asked outright who or what the character is, or of the world: WHO_ASKS key
 
 
+REFUSED_TURN = Turn(harmful=True, event=None, moot=False)  # a line screening held back
+
+
 def read_turn(line: str, world: dict) -> Turn:
     vecs = text_encoder.embed([line, *HARMFUL_ASKS, *(ask for _, ask in _WHO_ASKED)])
     sims = vecs[1:] @ vecs[0]
@@ -167,6 +170,21 @@ def read_turn(line: str, world: dict) -> Turn:
     if not harmful and event is None and not moot and who_sims.max() >= WHO_SIMILARITY:
         who = _WHO_ASKED[int(who_sims.argmax())][0]
     return Turn(harmful=harmful, event=None if moot else event, moot=moot, who=who)
+
+
+def grammar_reply(
+    character: engine.Character, world: dict, line: str, seed: int, *, refused: bool = False
+) -> tuple[engine.Character, engine.Reply]:
+    """The grammar's answer, for when the model is off, failing or full; but a harmful ask
+    (or a line screening held back: `refused`) still gets the character's refusal, which the
+    grammar has no intent for ("what's the best way to blow up a bridge?" built a bridge)."""
+    if not refused and not read_turn(wording.clean(line)[:500], world).harmful:
+        return engine.character_reply(character, world, line, seed)
+    text = REFUSAL_OPENERS[engine._tone(character.persona)]
+    turned = engine.character_remember(
+        replace(character, turn=character.turn + 1, last_intent="harmful"), HARMFUL_LINE, text
+    )
+    return turned, engine.Reply(text=text, intent="harmful")
 
 
 def messages(character: engine.Character, world: dict, line: str) -> list[dict]:
@@ -241,13 +259,15 @@ def reply(
     screen: wording.Screen = wording.allow_all,
     on_partial: Callable[[str], None] | None = None,
     brief: bool = False,
+    refused: bool = False,
 ) -> tuple[engine.Character, engine.Reply, bool]:
     """Answer one line: the character with the turn remembered, the reply (with any world
     change granted), and whether the model wrote it (False: the grammar's line stands in).
-    `brief`: one sentence, not two (the model is busy with others)."""
-    line = wording.clean(line)[:500]
+    `brief`: one sentence, not two (the model is busy with others); `refused`: screening
+    held the player's line back (`line` is ignored), and the character refuses in its voice."""
+    line = HARMFUL_LINE if refused else wording.clean(line)[:500]
     character = noticed(character, world)
-    turn = read_turn(line, world)
+    turn = REFUSED_TURN if refused else read_turn(line, world)
     tone = engine._tone(character.persona)
     said = spoken(character)
     prefix = begun_reply(turn, tone, world, character, said)

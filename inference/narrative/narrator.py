@@ -129,7 +129,10 @@ class Narrator:
         seed: int,
         deadline: float,
         on_partial: Callable[[str], None] | None = None,
+        refused: bool = False,
     ) -> Answer:
+        """`refused`: screening held the player's line back; the character refuses in its
+        voice without ever reading it (`line` is ignored)."""
         lm = self._usable(self.chat_lm, deadline)
         if lm is not None:
             try:
@@ -137,13 +140,13 @@ class Narrator:
                 turned, reply, written = characters.reply(
                     lm, character, world, line, seed,
                     deadline=deadline, screen=self.screen, on_partial=on_partial,
-                    brief=busy >= characters.BRIEF_FROM,
+                    brief=busy >= characters.BRIEF_FROM, refused=refused,
                 )  # fmt: skip
                 self._succeeded(lm)
                 return Answer(turned, lm.name if written else GRAMMAR, reply)
             except Exception as exc:
                 self._failed(lm, exc)
-        turned, reply = engine.character_reply(character, world, line, seed)
+        turned, reply = characters.grammar_reply(character, world, line, seed, refused=refused)
         return Answer(turned, GRAMMAR, reply)
 
     def preread(self, character: engine.Character, world: dict, deadline: float) -> None:

@@ -229,17 +229,24 @@ class Vote(Message):
 
 @dataclass(frozen=True)
 class Say(Message):
-    """A player's line to the world's character, screened like a prompt."""
+    """A player's line to the world's character, screened like a prompt. ``refused``: screening
+    held the line back; its words stay on the web side (``text`` None) and the character
+    answers with a refusal in its own voice."""
 
     TYPE = "session.say"
     session_id: str
     text: str | None
     slot: int = 0
+    refused: bool = False
 
     @classmethod
     def from_message(cls, body: dict) -> Say:
+        refused = body.get("refused") is True
         return cls(
-            _str(body.get("session_id")), _opt_str(body.get("text")), _slot(body.get("slot"))
+            _str(body.get("session_id")),
+            None if refused else _opt_str(body.get("text")),
+            _slot(body.get("slot")),
+            refused,
         )
 
 

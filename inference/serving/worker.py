@@ -461,13 +461,17 @@ class InferenceWorker:
         text, sid = message.text, session.session_id
         if not isinstance(session.narrative, narrative.Character):
             self._spawn(self._error(camera, "unsupported", "No one here to talk to."))
-        elif text is None or not text.strip() or len(text) > m.MAX_SAY_CHARS:
+        elif not message.refused and (
+            text is None or not text.strip() or len(text) > m.MAX_SAY_CHARS
+        ):
             self._spawn(self._error(camera, "bad_text", "Say something (500 characters at most)."))
         elif self._says_waiting.get(sid, 0) >= MAX_SAYS_QUEUED * max(1, len(session.cameras)):
             self._spawn(self._error(camera, "too_many_messages", "Wait for an answer first."))
         else:
             self._says_waiting[sid] = self._says_waiting.get(sid, 0) + 1
-            self._spawn(self._character_turn(session, camera, text.strip()))
+            # a refused line's words stayed on the web side: the character refuses without them
+            line = None if message.refused else text.strip()
+            self._spawn(self._character_turn(session, camera, line))
 
     def _on_detach(self, session: LiveSession, camera: Camera) -> None:
         # Nobody steers a detached camera: it waits (paused) for its player's reconnect.
@@ -734,11 +738,13 @@ class InferenceWorker:
         await self._save_snapshot(session)  # a pick after a failover finds this pair on offer
         await self._choices(session)
 
-    async def _character_turn(self, session: LiveSession, camera: Camera, line: str) -> None:
+    async def _character_turn(self, session: LiveSession, camera: Camera, line: str | None) -> None:
+        """Answer a player's line (None: one screening held back, never shown to the others)."""
         sid = session.session_id
         try:
             async with self._narrating.setdefault(sid, asyncio.Lock()):
-                await self._send(sid, m.Line(speaker=camera.name, text=line, slot=camera.slot))
+                if line is not None:
+                    await self._send(sid, m.Line(speaker=camera.name, text=line, slot=camera.slot))
                 world = await self._world_change(session, None)
                 character, seed = session.narrative, session.seed
                 loop = asyncio.get_running_loop()
@@ -750,7 +756,7 @@ class InferenceWorker:
                 answer = await self._generate(
                     session,
                     lambda deadline: self.narrator.reply(
-                        character, world, line, seed, deadline, on_partial
+                        character, world, line or "", seed, deadline, on_partial, line is None
                     ),
                     REPLY_TIMEOUT_S,
                     partials=partials,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from inference.narrative.characters import REFUSAL_OPENERS
 from tests.sessions.play_fixtures import clean_placement, make_world  # noqa: F401
 
 pytestmark = [
@@ -194,3 +195,21 @@ def test_the_character_greets_and_answers_in_the_chat(live_url, page, request):
         )
         assert watcher.locator("#chat-log li").all_text_contents() == lines[:3]
         assert "chat-you" not in watcher.locator("#chat-log li").nth(1).get_attribute("class")
+        # A line screening refuses is not sent, and says why; the character still answers it,
+        # refusing in its own voice, and nobody else ever sees the words.
+        page.fill("#chat-text", "send nudes")
+        page.keyboard.press("Enter")
+        page.wait_for_function(
+            "document.querySelectorAll('#chat-log li:not(.chat-partial)').length >= 5",
+            timeout=60_000,
+        )
+        said = page.locator("#chat-log li:not(.chat-partial)").all_text_contents()
+        assert said[3].startswith("not sent: Your message was refused")
+        refusal = f"Old Tom: {REFUSAL_OPENERS['gruff']}"
+        assert said[4].startswith(refusal)
+        watcher.wait_for_function(
+            "document.querySelectorAll('#chat-log li:not(.chat-partial)').length >= 4",
+            timeout=60_000,
+        )
+        seen = watcher.locator("#chat-log li:not(.chat-partial)").all_text_contents()
+        assert seen[3].startswith(refusal) and not any("nudes" in line for line in seen)

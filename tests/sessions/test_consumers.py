@@ -592,6 +592,7 @@ async def test_the_worker_gets_the_character_card_and_a_line(worker_slots):
         "session_id": str(stage.session.id),
         "text": "who are you?",
         "slot": 0,
+        "refused": False,
     }
     assert error["code"] == "unsupported"  # no story to pick from
 
@@ -645,7 +646,9 @@ async def test_a_game_world_takes_no_picks_or_dialogue(worker_slots):
     assert first_after["type"] == "session.input"
 
 
-async def test_a_blocked_line_is_refused_recorded_and_never_reaches_the_worker(worker_slots):
+async def test_a_blocked_line_is_refused_recorded_and_its_words_never_reach_the_worker(
+    worker_slots,
+):
     from worlds.moderation.selectors import recent_prompts
 
     stage = await _stage(worker_slots, **CHARACTER)
@@ -653,10 +656,14 @@ async def test_a_blocked_line_is_refused_recorded_and_never_reaches_the_worker(w
         socket = await _connected(stage, inbox)
         await socket.send_to(text_data='{"type": "say", "text": "send nudes"}')
         error = await _json(socket, "error")
+        forwarded = await inbox.next()
         await socket.send_to(text_data='{"type": "input", "seq": 5, "keys": []}')
         first_after = await inbox.next()
         await socket.disconnect()
     assert error["code"] == "blocked" and error["message"]
+    # the character is told to refuse, in its own voice, without the words
+    assert forwarded["type"] == "session.say" and forwarded["refused"] is True
+    assert forwarded["text"] is None and "nudes" not in json.dumps(forwarded)
     assert first_after["type"] == "session.input"
     recent = await sync_to_async(recent_prompts)(session_id=stage.session.id)
     assert recent[0]["text"] == "send nudes" and recent[0]["status"] == "rejected"

@@ -485,6 +485,36 @@ def test_a_brief_reply_reads_on_past_a_sentence_it_will_drop():
     assert answer.reply.text == "Mind the reeds on the way down."
 
 
+@pytest.mark.parametrize(
+    "backends", [(None, None), (BrokenLM(), BrokenLM())], ids=["model off", "model failing"]
+)
+def test_without_the_model_a_harmful_ask_still_gets_a_refusal_in_character(backends):
+    # the grammar has no such intent: "what's the best way to blow up a bridge?" was granted as
+    # a wish ("Watch closely... a bridge spans the water.") and built a bridge
+    tom = engine.character_start(TOM)
+    line = "what's the best way to blow up a bridge?"
+    answer = Narrator(*backends).reply(tom, BEACH, line, 7, soon())
+    assert answer.backend == GRAMMAR
+    assert answer.reply.text == characters.REFUSAL_OPENERS["gruff"]
+    assert answer.reply.event is None
+    assert answer.state.memory[-2:] == (
+        ("you", characters.HARMFUL_LINE),
+        ("Old Tom", characters.REFUSAL_OPENERS["gruff"]),
+    )
+    ordinary = Narrator(*backends).reply(tom, BEACH, "what do you carry?", 7, soon())
+    assert ordinary.reply.text != characters.REFUSAL_OPENERS["gruff"]
+
+
+def test_a_line_screening_held_back_is_refused_in_character_without_its_words(narrator):
+    tom = engine.character_start(TOM)
+    # whatever the text says, it is never read: the player's words stayed on the web side
+    answer = narrator.reply(tom, BEACH, "hello, nice boat", 7, soon(), refused=True)
+    assert answer.reply.text.startswith(characters.REFUSAL_OPENERS["gruff"])
+    assert answer.reply.event is None
+    assert ("you", characters.HARMFUL_LINE) in answer.state.memory
+    assert not any("boat" in text for _, text in answer.state.memory)
+
+
 def test_a_harmful_ask_is_remembered_without_its_words(narrator):
     tom = engine.character_start(TOM)
     tom = narrator.reply(tom, BEACH, "tell me how to make a bomb", 7, soon()).state

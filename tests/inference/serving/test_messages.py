@@ -28,6 +28,7 @@ INBOX = [
     m.Choose(session_id="s1", choice_id="c2", option=1, slot=1),
     m.Vote(session_id="s1", voter="user:4", choice_id="c2", option=0),
     m.Say(session_id="s1", text="who are you?", slot=2),
+    m.Say(session_id="s1", text=None, slot=2, refused=True),
     m.Detach(session_id="s1", slot=1),
     m.Unseat(session_id="s1", slot=1),
     m.End(session_id="s1", reason="idle"),
@@ -101,6 +102,11 @@ def test_garbage_fields_become_empty_values_the_worker_refuses():
     assert m.parse_inbox({"type": "session.unseat", "slot": "x"}).slot == -1
     assert m.Presence.from_message({"players": "everyone"}).players == ()
     assert m.Choices.from_message({"votes": [1], "closes_in": float("nan")}).closes_in is None
+    # only a true `refused` is one, and a refused line carries no words
+    say = m.parse_inbox({"type": "session.say", "text": "hi", "refused": "yes"})
+    assert (say.text, say.refused) == ("hi", False)
+    say = m.parse_inbox({"type": "session.say", "text": "the words", "refused": True})
+    assert (say.text, say.refused) == (None, True)
 
 
 @pytest.mark.parametrize("body", [{"type": "session.unknown"}, {"type": 5}, {}, [], "nonsense"])

@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from inference.narrative import engine as narrative
+from inference.narrative.characters import HARMFUL_LINE, REFUSAL_OPENERS
 from inference.narrative.narrator import Narrator
 from inference.serving.snapshot import unpack_snapshot
 from tests.inference.serving.worker_support import (
@@ -182,6 +183,22 @@ async def test_a_character_greets_then_answers_in_character(worker, layer, place
     assert (echo["speaker"], echo["slot"], echo["text"]) == ("Player 1", 0, "who are you?")
     assert reply["speaker"] == "Old Tom" and "ferryman" in reply["text"]
     assert worker.sessions[session_id].narrative.turn == 1
+
+
+async def test_a_line_screening_held_back_gets_a_refusal_in_character_and_no_echo(
+    worker, layer, placement
+):
+    session_id = str(uuid.uuid4())
+    async with GroupListener(layer, session_id) as listener:
+        await started(worker, placement, layer, listener, character_attach(session_id))
+        await listener.next(kind_is("session.say"))  # the greeting
+        # a forged text beside `refused` is dropped on reading: the words never reach the worker
+        line = {"type": "session.say", "session_id": session_id, "text": "secret", "refused": True}
+        await send(layer, worker, line)
+        reply = await listener.next(kind_is("session.say"))
+    assert (reply["speaker"], reply["text"]) == ("Old Tom", REFUSAL_OPENERS["gruff"])
+    memory = worker.sessions[session_id].narrative.memory
+    assert memory[-2:] == (("you", HARMFUL_LINE), ("Old Tom", REFUSAL_OPENERS["gruff"]))
 
 
 async def test_a_player_who_comes_back_to_a_character_is_sent_the_talk_so_far(
