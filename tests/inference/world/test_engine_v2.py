@@ -705,6 +705,24 @@ def test_a_place_some_phrase_names_wins_over_one_no_phrase_names(engine, prompt,
 
 
 @pytest.mark.parametrize(
+    ("prompt", "biomes", "weather"),
+    [
+        # words players use that no bank holds (vocabulary.SYNONYMS); before: what follows them
+        ("a market square", ["city"], "clear"),  # a reef
+        ("hell", ["volcanic"], "clear"),  # a city
+        ("a lost city in the jungle", ["jungle", "ruins"], "clear"),  # a city in the jungle
+        ("a snowy mountain village at night", ["snow"], "snow"),  # a cave
+        ("a snowy valley beside a desert", ["desert", "snow"], "snow"),  # the desert alone
+        ("snow-capped peaks at dawn", ["snow"], "clear"),  # snow falling on them
+    ],
+)
+def test_a_place_named_in_players_words_is_read(engine, prompt, biomes, weather):
+    reading = engine.read_prompt(prompt)
+    assert sorted(ws.BIOMES[b] for b in np.flatnonzero(reading.biome_probs)) == biomes
+    assert ws.WEATHERS[reading.weather] == weather
+
+
+@pytest.mark.parametrize(
     ("prompt", "biomes"),
     [
         # "an arctic" of "an arctic fox" is 0.75 from the snow's names: without the creature's
