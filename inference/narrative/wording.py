@@ -96,8 +96,13 @@ def echoes(line: str, others: Iterable[str], run: int = ECHO_WORDS) -> bool:
     """Whether `line` repeats `run` words in a row of one of `others`: a small model ends line
     after line with the same clause ("…, and a thunderstorm rolls in."), or gives a character
     the same reply turn after turn, which a similarity of whole lines does not catch when the
-    rest differs. A line of three or four words echoes another that holds all of it."""
+    rest differs. A line of three or four words echoes another that holds all of it; one of two
+    words, another that has it for a whole sentence ("The Kraken!" began Captain Sol's replies
+    turn after turn)."""
     words = _words(line).split()
+    if len(words) == 2:
+        said = {_words(s) for other in others for s in sentences(other)}
+        return " ".join(words) in said
     run = min(run, max(len(words), 3))  # a short line echoes where all of it runs alike
     runs = {" ".join(words[i : i + run]) for i in range(len(words) - run + 1)}
     keys = [f" {_words(other)} " for other in others]

@@ -114,6 +114,12 @@ def test_a_line_echoes_another_when_five_words_run_alike():
     assert wording.echoes("For your loss.", said)  # but a short line held whole is
     assert not wording.echoes("Your loss.", said)
     assert not wording.echoes("anything at all", [])
+    # two words echo a sentence that is those words alone: Captain Sol began reply after reply
+    # with "The Kraken!"
+    kraken = ["The Kraken! She's the largest ship on the seven seas."]
+    assert wording.echoes("The kraken.", kraken)
+    assert not wording.echoes("The largest.", kraken)  # inside a longer sentence, it is not
+    assert not wording.echoes("Aye.", ["Aye. Mind the eels."])  # one word may come again
 
 
 @pytest.mark.parametrize(
