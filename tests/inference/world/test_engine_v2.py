@@ -714,6 +714,10 @@ def test_a_place_some_phrase_names_wins_over_one_no_phrase_names(engine, prompt,
         ("a snowy mountain village at night", ["snow"], "snow"),  # a cave
         ("a snowy valley beside a desert", ["desert", "snow"], "snow"),  # the desert alone
         ("snow-capped peaks at dawn", ["snow"], "clear"),  # snow falling on them
+        # two places each named plainly, in words of their own (`SECOND_PLAIN`): the heads,
+        # sure of one place, gave the desert alone
+        ("snowy mountains and a desert", ["desert", "snow"], "clear"),
+        ("a maple forest with red and orange leaves", ["autumn"], "clear"),  # no forest beside
     ],
 )
 def test_a_place_named_in_players_words_is_read(engine, prompt, biomes, weather):
