@@ -7,6 +7,8 @@ starts.
 """
 
 import contextlib
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -153,6 +155,39 @@ def test_a_story_pick_by_key_grows_the_story_and_offers_a_new_pair(live_url, pag
     assert told.locator(".story-chosen").text_content() == first_pair[1]
     assert told.locator(".story-chosen").evaluate("e => getComputedStyle(e).display") == "block"
     assert page.locator("#story-lines li").first.locator(".story-chosen").count() == 0
+
+
+def test_a_line_to_the_character_before_the_world_is_live_stays_in_the_box(live_url, page, request):
+    # a line typed while the world started was sent, refused ("not running") and gone
+    request.getfixturevalue("clean_placement")
+    world = make_world(
+        category="characters",
+        character_name="Old Tom",
+        character_persona="A gruff marsh ferryman.",
+        character_greeting="Hmph. Need a ride?",
+    )
+
+    def hold_back_live(ws):  # the page never hears that the world went live
+        server = ws.connect_to_server()
+        server.on_message(
+            lambda message: (
+                None
+                if isinstance(message, str) and json.loads(message).get("state") == "live"
+                else ws.send(message)
+            )
+        )
+
+    page.route_web_socket(re.compile(r"/ws/play/"), hold_back_live)
+    page.goto(f"{live_url}/play/{world.slug}/")
+    page.wait_for_selector("#chat-log li", timeout=120_000)  # the greeting: live, unheard
+    page.fill("#chat-text", "who are you?")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelectorAll('#chat-log li').length >= 2")
+    lines = page.locator("#chat-log li").all_text_contents()
+    assert lines[1] == "not sent: The world is still starting; send it again once it is live."
+    assert page.input_value("#chat-text") == "who are you?"
+    page.wait_for_timeout(1500)  # no reply comes: nothing was sent
+    assert page.locator("#chat-log li").count() == 2
 
 
 def test_the_character_greets_and_answers_in_the_chat(live_url, page, request):
