@@ -1071,8 +1071,10 @@ NOT_A_PLACE = [NAME_KINDS.index(k) for k in ("weather", "time", "creature")]
 # blue ice" was a cave as well; one or two phrases took a second biome from "hillside with hot"
 # (snow); letting such a biome also rank first turned "snowbound valley" into a canyon.
 AGREED_PHRASES = 3
-# ... nor does a biome a phrase names plainly (its name the phrase's nearest at this cosine or
-# more, with SECOND_LEAD_MIN over the runner-up) in words apart from the first's phrase
+AGREED_CLAIM_MIN = 0.42
+AGREED_HEAD_MIN = 0.8
+# So is a biome that a phrase names plainly (its name the phrase's nearest at this cosine or
+# more, with SECOND_LEAD_MIN over the runner-up) in words apart from the first biome's phrase
 # (`_named_apart`): the heads never met "snowy mountains" and gave "snowy mountains and a
 # desert" the desert alone, sure of one place (0.96). Words shared keep one place: "a maple
 # forest" is no forest beside the autumn of "maple forest", "a cave of ice" no cave. Chosen on
@@ -1080,8 +1082,6 @@ AGREED_PHRASES = 3
 # at 0.9 every one reads the same; at 0.8 "a cavern beneath the mountain while it snows" had
 # snowfields and "an evergreen forest with sakura petals" a blossom garden.
 SECOND_PLAIN = 0.9
-AGREED_CLAIM_MIN = 0.42
-AGREED_HEAD_MIN = 0.8
 
 
 def biome_mix(

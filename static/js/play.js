@@ -387,7 +387,7 @@
       if (!text) return;
       if (state !== "live") {
         // the server would refuse it and the line would be gone: it stays in the box
-        narrative.addLine("not sent", "The world is still starting; send it again once it is live.",
+        narrative.addLine("not sent", "The world is not live yet; send it again once it is.",
           "chat-rejected");
         return;
       }

@@ -157,15 +157,19 @@ def test_a_story_pick_by_key_grows_the_story_and_offers_a_new_pair(live_url, pag
     assert page.locator("#story-lines li").first.locator(".story-chosen").count() == 0
 
 
-def test_a_line_to_the_character_before_the_world_is_live_stays_in_the_box(live_url, page, request):
-    # a line typed while the world started was sent, refused ("not running") and gone
-    request.getfixturevalue("clean_placement")
-    world = make_world(
+def _old_tom():
+    return make_world(
         category="characters",
         character_name="Old Tom",
         character_persona="A gruff marsh ferryman.",
         character_greeting="Hmph. Need a ride?",
     )
+
+
+def test_a_line_to_the_character_before_the_world_is_live_stays_in_the_box(live_url, page, request):
+    # a line typed while the world started was sent, refused ("not running") and gone
+    request.getfixturevalue("clean_placement")
+    world = _old_tom()
 
     def hold_back_live(ws):  # the page never hears that the world went live
         server = ws.connect_to_server()
@@ -184,7 +188,7 @@ def test_a_line_to_the_character_before_the_world_is_live_stays_in_the_box(live_
     page.keyboard.press("Enter")
     page.wait_for_function("document.querySelectorAll('#chat-log li').length >= 2")
     lines = page.locator("#chat-log li").all_text_contents()
-    assert lines[1] == "not sent: The world is still starting; send it again once it is live."
+    assert lines[1] == "not sent: The world is not live yet; send it again once it is."
     assert page.input_value("#chat-text") == "who are you?"
     page.wait_for_timeout(1500)  # no reply comes: nothing was sent
     assert page.locator("#chat-log li").count() == 2
@@ -192,12 +196,7 @@ def test_a_line_to_the_character_before_the_world_is_live_stays_in_the_box(live_
 
 def test_the_character_greets_and_answers_in_the_chat(live_url, page, request):
     request.getfixturevalue("clean_placement")
-    world = make_world(
-        category="characters",
-        character_name="Old Tom",
-        character_persona="A gruff marsh ferryman.",
-        character_greeting="Hmph. Need a ride?",
-    )
+    world = _old_tom()
     page.goto(f"{live_url}/play/{world.slug}/")
     page.wait_for_selector("#chat-log li", timeout=120_000)
     assert page.text_content("#chat-log li") == "Old Tom: Hmph. Need a ride?"
