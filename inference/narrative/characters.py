@@ -181,10 +181,19 @@ def grammar_reply(
     if not refused and not read_turn(wording.clean(line)[:500], world).harmful:
         return engine.character_reply(character, world, line, seed)
     text = REFUSAL_OPENERS[engine._tone(character.persona)]
-    turned = engine.character_remember(
-        replace(character, turn=character.turn + 1, last_intent="harmful"), HARMFUL_LINE, text
+    return _remembered(character, True, line, text), engine.Reply(text=text, intent="harmful")
+
+
+def _remembered(
+    character: engine.Character, harmful: bool, line: str, text: str
+) -> engine.Character:
+    """The character one turn on, the exchange in its memory: a harmful ask as HARMFUL_LINE,
+    never in its words."""
+    return engine.character_remember(
+        replace(character, turn=character.turn + 1, last_intent="harmful" if harmful else ""),
+        HARMFUL_LINE if harmful else line,
+        text,
     )
-    return turned, engine.Reply(text=text, intent="harmful")
 
 
 def messages(character: engine.Character, world: dict, line: str) -> list[dict]:
@@ -291,11 +300,7 @@ def reply(
         else:  # the grammar's answer, which never fails screening
             _, grammar = engine.character_reply(character, world, line, seed)
             text = grammar.text
-    turned = engine.character_remember(
-        replace(character, turn=character.turn + 1, last_intent="harmful" if turn.harmful else ""),
-        HARMFUL_LINE if turn.harmful else line,
-        text,
-    )
+    turned = _remembered(character, turn.harmful, line, text)
     return turned, engine.Reply(text=text, intent="lm", event=turn.event), written
 
 

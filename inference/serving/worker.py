@@ -756,7 +756,13 @@ class InferenceWorker:
                 answer = await self._generate(
                     session,
                     lambda deadline: self.narrator.reply(
-                        character, world, line or "", seed, deadline, on_partial, line is None
+                        character,
+                        world,
+                        line or "",
+                        seed,
+                        deadline,
+                        on_partial,
+                        refused=line is None,
                     ),
                     REPLY_TIMEOUT_S,
                     partials=partials,

@@ -613,14 +613,15 @@ class WorldEngine:
             per[_part_of_a_thing(phrases, near_kind == NAME_KINDS.index("creature"))] = -1.0
             nearest_biome = per.argmax(1)
             runner_up, top = np.sort(per, 1)[:, -2:].T  # per phrase
-            claimed, lead = np.full(len(ws.BIOMES), -1.0), np.full(len(ws.BIOMES), -1.0)
-            np.maximum.at(claimed, nearest_biome, top)
+            claimer = _claiming_phrases(nearest_biome, top)
+            claimed = np.where(claimer >= 0, top[claimer], -1.0)
+            lead = np.full(len(ws.BIOMES), -1.0)
             close = top >= SECOND_PHRASE_MIN
             np.maximum.at(lead, nearest_biome[close], (top - runner_up)[close])
             word_is_place = is_biome[all_near[is_word]] & (all_best[is_word] >= BIOME_CLAIM_MIN)
             place_words = {w for w, place in zip(words, word_is_place, strict=True) if place}
             agreed = self._agreed_biomes(vecs[: len(phrases)], per, near_kind, phrases, place_words)
-            biome = (per.max(0), claimed, lead, agreed, _named_apart(phrases, nearest_biome, top))
+            biome = (per.max(0), claimed, lead, agreed, _named_apart(phrases, claimer))
         # atmospheres and times: a phrase names the concept of its nearest name of all kinds
         # ("a snowy valley" is nearer a snowfield than falling snow: a biome, not weather)
         things = [NAME_KINDS.index(k) for k in ("other", "creature", "thing")]
@@ -721,17 +722,22 @@ class WorldEngine:
         return {k: torch.nan_to_num(v[0].float()).cpu() for k, v in out.items()}
 
 
-def _named_apart(phrases: list[str], nearest: np.ndarray, top: np.ndarray) -> np.ndarray:
-    """(biomes, biomes) bool: whether the phrases nearest to the two biomes' names (the ones
-    that claim them) share no word but function words: "snowy mountains" and "a desert" name
-    two places; "a maple forest" and "maple forest" one (an autumn forest)."""
-    n = len(ws.BIOMES)
-    claimer = np.full(n, -1)
-    for b in range(n):
+def _claiming_phrases(nearest: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """Per biome, the phrase nearest to its names among those nearest to it of all biomes (the
+    one that claims it; -1: none)."""
+    claimer = np.full(len(ws.BIOMES), -1)
+    for b in np.unique(nearest):
         rows = np.flatnonzero(nearest == b)
-        if len(rows):
-            claimer[b] = rows[np.argmax(top[rows])]
-    words = [set(p.split()) - FUNCTION_WORDS for p in phrases]
+        claimer[b] = rows[np.argmax(top[rows])]
+    return claimer
+
+
+def _named_apart(phrases: list[str], claimer: np.ndarray) -> np.ndarray:
+    """(biomes, biomes) bool: whether the phrases claiming the two biomes (`_claiming_phrases`)
+    share no word but function words: "snowy mountains" and "a desert" name two places; "a
+    maple forest" and "maple forest" one (an autumn forest)."""
+    n = len(ws.BIOMES)
+    words = _content_words(phrases)
     out = np.zeros((n, n), bool)
     for a in np.flatnonzero(claimer >= 0):
         for b in np.flatnonzero(claimer >= 0):
@@ -766,10 +772,14 @@ FUNCTION_WORDS = frozenset(
 )
 
 
+def _content_words(phrases: list[str]) -> list[set[str]]:
+    return [set(p.split()) - FUNCTION_WORDS for p in phrases]
+
+
 def _covered_by_unknown(phrases: list[str], unknown: np.ndarray, best: np.ndarray) -> np.ndarray:
     """Per phrase: whether it shares a word (not a function word) with a phrase whose nearest
     name of all is one of `vocabulary.UNKNOWN` (`unknown`), at least as close (`best`)."""
-    words = [set(p.split()) - FUNCTION_WORDS for p in phrases]
+    words = _content_words(phrases)
     out = unknown.copy()
     for j in np.flatnonzero(unknown):
         for i in np.flatnonzero(~out):
