@@ -73,7 +73,6 @@
   let session = null;
   let socket = null;
   let mySlot = null;
-  let state = "";  // the session's last status: lines to the character wait for "live"
   let removedFor = null; // the reason, once the server said this player was removed
   let seq = 0;
   let latencies = [];
@@ -190,7 +189,6 @@
 
   function onStatus(msg) {
     if (typeof msg.you === "number") mySlot = msg.you;
-    if (typeof msg.state === "string") state = msg.state;
     if (Array.isArray(msg.players)) showPlayers(msg.players);
     if (typeof msg.viewers === "number") hud.viewers.textContent = msg.viewers;
     hud.queue.textContent = msg.state === "queued" && msg.position ? `#${msg.position}` : "—";
@@ -385,7 +383,7 @@
       event.preventDefault();
       const text = chatText.value.trim();
       if (!text) return;
-      if (state !== "live") {
+      if (screen.state() !== "live") {
         // the server would refuse it and the line would be gone: it stays in the box
         narrative.addLine("not sent", "The world is not live yet; send it again once it is.",
           "chat-rejected");

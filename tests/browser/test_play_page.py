@@ -171,12 +171,12 @@ def test_a_line_to_the_character_before_the_world_is_live_stays_in_the_box(live_
     request.getfixturevalue("clean_placement")
     world = _old_tom()
 
-    def hold_back_live(ws):  # the page never hears that the world went live
+    def hold_back_live(ws):  # the page never hears that the world went live: no status, no frame
         server = ws.connect_to_server()
         server.on_message(
             lambda message: (
                 None
-                if isinstance(message, str) and json.loads(message).get("state") == "live"
+                if isinstance(message, bytes) or json.loads(message).get("state") == "live"
                 else ws.send(message)
             )
         )
