@@ -587,12 +587,15 @@ def kind_counts(world, biome: int) -> np.ndarray:
     return np.bincount(mine % k, minlength=k)
 
 
-def simulator_kind_mix(biome: int, worlds: int = 4, size: int = 64) -> np.ndarray:
-    """The share of each tile kind in the simulator's worlds of a biome (unseen seeds)."""
+def simulator_kind_mix(
+    biome: int, worlds: int = 4, size: int = 64, first_seed: int = EVAL_SEEDS[0]
+) -> np.ndarray:
+    """The share of each tile kind in the simulator's worlds of a biome (unseen seeds unless
+    told)."""
     tx, ty = np.meshgrid(np.arange(size), np.arange(size))
     k = len(ws.TILE_KINDS)
     tokens = np.concatenate(
-        [sim.terrain_tokens(EVAL_SEEDS[0] + s, biome, tx, ty).ravel() for s in range(worlds)]
+        [sim.terrain_tokens(first_seed + s, biome, tx, ty).ravel() for s in range(worlds)]
     )
     counts = np.bincount(tokens[tokens < ws.BIOME_TOKENS] % k, minlength=k)
     return counts / counts.sum()

@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from inference.training import simulator as sim
+from inference.training.calibrate import calibrate_kinds
 from inference.world import spec as ws
 from inference.world.model import (
     EVENT_HEADS,
@@ -782,6 +783,14 @@ def main(argv=None) -> None:
         help="only train the prompt heads for STEPS more steps, on the exported weights",
     )
     parser.add_argument(
+        "--calibrate-kinds",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="only fit the generator's sampling bias to the simulator's tile kind mix, on the "
+        "exported weights",
+    )
+    parser.add_argument(
         "--write-names",
         action="store_true",
         help="only (re)write the concept names prompts are matched to, on the exported weights",
@@ -794,6 +803,7 @@ def main(argv=None) -> None:
     head_steps = args.pop("train_prompt_heads")
     light_steps = args.pop("fit_light")
     sprite_steps = args.pop("fit_sprites")
+    kind_rounds = args.pop("calibrate_kinds")
     cfg = TrainConfig(**{f.name: args[f.name] for f in fields(TrainConfig)})
     mcfg = ModelConfig(**{f.name: args[f.name] for f in fields(ModelConfig)})
     if names:
@@ -818,6 +828,13 @@ def main(argv=None) -> None:
         return
     if classifier_steps:
         train_classifier(cfg, classifier_steps)
+        return
+    if kind_rounds:
+        meta = read_meta(cfg.out)
+        fit = calibrate_kinds(cfg.out, kind_rounds, extra={"steps": str(meta.get("steps_done"))})
+        meta["kind_calibration"] = {"rounds": kind_rounds, **fit}
+        write_meta(cfg.out, meta)
+        print(json.dumps(fit))
         return
     if head_steps:
         train_prompt_heads(cfg, head_steps)

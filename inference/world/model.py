@@ -103,6 +103,11 @@ class TerrainGenerator(nn.Module):
         self.blocks = nn.ModuleList(nn.Conv2d(d, d, 3, padding=1) for _ in range(cfg.gen_layers))
         self.mix = nn.ModuleList(nn.Conv2d(d, d, 1) for _ in range(cfg.gen_layers))
         self.out = nn.Conv2d(d, ws.NUM_TOKENS, 1)
+        # Added to each token's logit when sampling (never in training): fitted after training
+        # so each biome's tile kinds come out in the simulator's mix (`training/calibrate.py`).
+        # MaskGIT's draws favour the ground kinds a chunk is surest of: beaches came out with
+        # 4% water (the simulator's: 21%), every biome short of water and obstacles.
+        self.register_buffer("kind_bias", torch.zeros(ws.NUM_TOKENS))
 
     def forward(self, tokens, spawn, biome_probs, text=None) -> torch.Tensor:
         # tokens, spawn: (B, S, S) long; biome_probs: (B, n_biomes); text: (B, 384) or None
@@ -142,6 +147,7 @@ class TerrainGenerator(nn.Module):
             masked = centre == ws.MASK_TOKEN  # (B, c, c)
             logits = self(tokens, spawn, biome_probs, text)[:, :, m : m + c, m : m + c]
             logits = torch.nan_to_num(logits.float(), nan=0.0).clamp(-50, 50)
+            logits = logits + self.kind_bias[None, :, None, None]
             if allowed is not None:
                 logits = logits.masked_fill(~allowed, -1e4)
             # quantise so batch-size dependent float noise cannot flip a draw
@@ -510,8 +516,9 @@ class WorldModel(nn.Module):
             state["name_vecs"] = state.pop("biome_proto_vecs")
             state["name_ids"] = state.pop("biome_proto_ids")
             state["name_kinds"] = torch.zeros_like(state["name_ids"])
-        for key in ("name_vecs", "name_kinds", "name_ids"):  # weights saved before any names
-            state.setdefault(key, getattr(model, key))
+        # weights saved before any names, or before the kinds were calibrated
+        for key in ("name_vecs", "name_kinds", "name_ids", "generator.kind_bias"):
+            state.setdefault(key, model.get_buffer(key))
         model.load_state_dict(state)
         return model.eval()
 

@@ -7,6 +7,7 @@ import torch
 
 from inference.training import simulator as sim
 from inference.training import train as training
+from inference.training.calibrate import calibrate_kinds
 from inference.world import spec as ws
 from inference.world.engine import WorldEngine
 from inference.world.model import (
@@ -176,3 +177,21 @@ def test_the_judge_sees_remapped_tile_kinds_with_every_tile_keeping_its_biome():
             assert len(np.unique(new[t & (old % k == kind)] % k)) <= 1
         changed += bool((old != new).any())
     assert changed > 48  # most scenes get another mix of kinds
+
+
+def test_calibrating_the_tile_kinds_moves_the_generators_sampling_bias_alone(tmp_path):
+    cfg, mcfg = small_configs(tmp_path)
+    cfg.steps = 1
+    training.train(cfg, mcfg)
+    path = Path(cfg.out) / "world_model.safetensors"
+    before = WorldModel.from_file(path)
+    fit = calibrate_kinds(cfg.out, rounds=3, worlds=1)
+    after = WorldModel.from_file(path)
+    changed = {
+        k for k, v in after.state_dict().items() if not torch.equal(v, before.state_dict()[k])
+    }
+    assert changed == {"generator.kind_bias"}
+    assert after.generator.kind_bias[ws.BIOME_TOKENS :].eq(0).all()  # things come from events
+    # on its own draws the mix moved toward the simulator's
+    assert fit["after"] < fit["before"], fit
+    assert set(fit["by_biome"]) == set(ws.BIOMES)

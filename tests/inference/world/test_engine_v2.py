@@ -206,7 +206,9 @@ def test_worlds_grow_their_biome_tiles_in_about_the_simulator_mix(engine):
     # Keeping MaskGIT's most confident draws first grew chunks of a biome's commonest tile
     # alone: a beach of sand with 1% water (the simulator's: 21%), a meadow 88% plain grass
     # and no pond (42%, 13%). Total variation from the simulator's mix was 0.40 on average
-    # over these six; with the draws kept in a noisier order (`gen_choice_temp`), 0.23.
+    # over these six; with the draws kept in a noisier order (`gen_choice_temp`), 0.23; with
+    # the sampling bias fitted to the simulator's mix (`kind_bias`), 0.08 (the beach's water
+    # 7% -> 19%).
     counts = {}
     for name, prompt in KIND_MIX_PROMPTS.items():
         b = ws.BIOMES.index(name)
@@ -220,8 +222,10 @@ def test_worlds_grow_their_biome_tiles_in_about_the_simulator_mix(engine):
         mix, simulator = counts[name] / counts[name].sum(), simulator_kind_mix(b)
         # every kind the simulator's worlds show plainly shows (the beach's water, the pond)
         assert (mix[simulator >= 0.07] >= 0.02).all(), (name, mix.round(3), simulator.round(3))
+    beach = counts["beach"] / counts["beach"].sum()
+    assert beach[ws.TILE_KINDS.index("water")] >= 0.12, beach.round(3)
     distances = kind_mix_distance(counts)
-    assert np.mean(list(distances.values())) < 0.3, distances
+    assert np.mean(list(distances.values())) < 0.12, distances
 
 
 @pytest.mark.parametrize(
@@ -602,7 +606,7 @@ def test_with_the_terrain_thread_a_walking_step_makes_no_terrain(engine):
 
 def test_a_player_is_held_at_the_edge_of_a_chunk_not_made_yet(engine):
     # a seed whose way east is clear up to the chunk edge (meadows have rocks and ponds)
-    wid = engine.create_world(prompt="a wide open meadow", seed=80)
+    wid = engine.create_world(prompt="a wide open meadow", seed=62)
     pid = engine.add_player(wid)
     world, player = engine.worlds[wid], engine.worlds[wid].players[0]
     engine.grow_in_step = False  # as with the terrain thread, but no thread: nothing grows
