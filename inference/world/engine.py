@@ -610,7 +610,7 @@ class WorldEngine:
                 per[:, b] = sims[:, is_biome & (ids == b)].max(1)
             near_kind = kinds[all_near[~is_word]]
             per[np.isin(near_kind, NOT_A_PLACE)] = -1.0
-            per[_part_of_a_thing(phrases, near_kind == NAME_KINDS.index("creature"))] = -1.0
+            per[_leans_on_a_creature(phrases, near_kind == NAME_KINDS.index("creature"))] = -1.0
             nearest_biome = per.argmax(1)
             runner_up, top = np.sort(per, 1)[:, -2:].T  # per phrase
             claimer = _claiming_phrases(nearest_biome, top)
@@ -761,6 +761,22 @@ def _part_of_a_thing(
         for i, phrase in enumerate(phrases):
             if not out[i] and best[j] >= best[i] and len(phrase) < len(phrases[j]):
                 out[i] = f" {phrase} " in outer
+    return out
+
+
+def _leans_on_a_creature(phrases: list[str], creature: np.ndarray) -> np.ndarray:
+    """Per phrase: whether it names a place only through a creature's words: it lies inside a
+    phrase marked `creature` (its nearest name is a creature), or runs into one and every word
+    of it that is not a function word is that phrase's too ("where an arctic" of "... a seashore
+    where an arctic fox roams" is 0.74 from the snow's names and made the seashore a snowfield;
+    "an arctic" of "an arctic fox" is inside it)."""
+    out = _part_of_a_thing(phrases, creature)
+    words, content = [p.split() for p in phrases], _content_words(phrases)
+    for j in np.flatnonzero(creature):
+        for i in np.flatnonzero(~out):
+            if content[i] and content[i] <= content[j]:
+                a, b = words[i], words[j]
+                out[i] = any(a[-k:] == b[:k] or a[:k] == b[-k:] for k in range(1, len(a)))
     return out
 
 

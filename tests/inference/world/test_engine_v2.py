@@ -737,6 +737,21 @@ def test_a_place_named_in_players_words_is_read(engine, prompt, biomes, weather)
         # phrase kept out of the biome reading these had snow
         ("a rocky ravine where arctic foxes roam", ["canyon"]),
         ("an arctic fox asleep on a grassy hillside", ["meadow"]),
+        # "where an arctic" runs into "an arctic fox" with no word of its own: 0.74 from the
+        # snow's names, it made the seashore a snowfield
+        (
+            "in a lightning storm, show me a canyon tucked away in a seashore where an arctic "
+            "fox roams",
+            ["beach", "canyon"],
+        ),
+        ("stagnant wetlands where you might meet an arctic fox with flower petals", ["swamp"]),
+        (
+            "transport me to the vine-choked tropics, with a dragon's hoard where you might meet "
+            "an arctic fox with cinders in the air",
+            ["jungle"],
+        ),
+        # "with tropical" of "tropical fish" brought a beach to the demo world Reef Diver
+        ("a bright coral reef under the sea with tropical fish and crabs", ["reef"]),
     ],
 )
 def test_a_creatures_phrase_names_no_place(engine, prompt, biomes):
