@@ -36,6 +36,12 @@ def small_configs(tmp_path):
     return cfg, ModelConfig(gen_dim=16, gen_layers=2, text_hidden=32)
 
 
+def changed_weights(before: WorldModel, after: WorldModel) -> set[str]:
+    """Names of the weights and buffers that differ between two loads of a model."""
+    old = before.state_dict()
+    return {k for k, v in after.state_dict().items() if not torch.equal(v, old[k])}
+
+
 def test_a_few_training_steps_lower_the_loss(tmp_path):
     torch.manual_seed(0)
     cfg, mcfg = small_configs(tmp_path)
@@ -92,9 +98,7 @@ def test_prompt_heads_train_alone_on_the_exported_weights(tmp_path):
     acc = training.train_prompt_heads(cfg, steps=3, check=16)
     after = WorldModel.from_file(path)
     assert set(acc) >= {"biome", "weather", "time"}
-    changed = {
-        k for k, v in after.state_dict().items() if not torch.equal(v, before.state_dict()[k])
-    }
+    changed = changed_weights(before, after)
     assert changed and all(k.startswith("prompt_heads.") for k in changed)
     meta = json.loads((Path(cfg.out) / "config.json").read_text())
     assert meta["prompt_head_steps"] == 3
@@ -108,9 +112,7 @@ def test_fitting_the_sprites_changes_the_sprite_textures_alone(tmp_path):
     before = WorldModel.from_file(path)
     errors = training.fit_sprites(cfg, steps=2)
     after = WorldModel.from_file(path)
-    changed = {
-        k for k, v in after.state_dict().items() if not torch.equal(v, before.state_dict()[k])
-    }
+    changed = changed_weights(before, after)
     assert changed == {"renderer.sprites"}
     kinds = {f"avatar {i}" for i in range(ws.AVATAR_COLORS)} | set(ws.CREATURES)
     assert set(errors["before"]) == set(errors["after"]) == kinds
@@ -187,9 +189,7 @@ def test_calibrating_the_tile_kinds_moves_the_generators_sampling_bias_alone(tmp
     before = WorldModel.from_file(path)
     fit = calibrate_kinds(cfg.out, rounds=3, worlds=1)
     after = WorldModel.from_file(path)
-    changed = {
-        k for k, v in after.state_dict().items() if not torch.equal(v, before.state_dict()[k])
-    }
+    changed = changed_weights(before, after)
     assert changed == {"generator.kind_bias"}
     assert after.generator.kind_bias[ws.BIOME_TOKENS :].eq(0).all()  # things come from events
     # on its own draws the mix moved toward the simulator's
