@@ -77,19 +77,18 @@ def calibrate_kinds(
         [simulator_kind_mix(b, first_seed=seed, worlds=worlds) for b in range(len(ws.BIOMES))]
     )
     prompts = prompts_by_biome(np.random.default_rng(seed + 77), worlds)
-    bias = torch.zeros(len(ws.BIOMES), k)  # a fresh fit, whatever the weights held
-    before = None
-    bar = tqdm(range(rounds + 1), desc="calibrate tile kinds")
-    for r in bar:
-        model.generator.kind_bias[: ws.BIOME_TOKENS] = bias.flatten()
-        gen = generated_mix(engine, prompts)
-        tv = total_variation(gen, ref)
-        before = tv if before is None else before
-        bar.set_postfix(tv=f"{tv.mean():.3f}")
-        if r == rounds:
-            break
+    model.generator.kind_bias.zero_()  # a fresh fit, whatever the weights held
+    bias = torch.zeros(len(ws.BIOMES), k)
+    gen = generated_mix(engine, prompts)
+    before = total_variation(gen, ref)
+    bar = tqdm(range(rounds), desc="calibrate tile kinds")
+    for _ in bar:
         step = np.log(ref + 1e-3) - np.log(gen + 1e-3)
         bias = (bias + RATE * torch.from_numpy(step).float()).clamp(-BIAS_MAX, BIAS_MAX)
+        model.generator.kind_bias[: ws.BIOME_TOKENS] = bias.flatten()
+        gen = generated_mix(engine, prompts)
+        bar.set_postfix(tv=f"{total_variation(gen, ref).mean():.3f}")
+    tv = total_variation(gen, ref)
     model.save(path, extra={**(extra or {}), "kind_calibration_rounds": str(rounds)})
     return {
         "before": round(float(before.mean()), 3),

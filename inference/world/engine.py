@@ -19,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -621,7 +622,7 @@ class WorldEngine:
             word_is_place = is_biome[all_near[is_word]] & (all_best[is_word] >= BIOME_CLAIM_MIN)
             place_words = {w for w, place in zip(words, word_is_place, strict=True) if place}
             agreed = self._agreed_biomes(vecs[: len(phrases)], per, near_kind, phrases, place_words)
-            biome = (per.max(0), claimed, lead, agreed, _named_apart(phrases, claimer))
+            biome = BiomePhrases(per.max(0), claimed, lead, agreed, _named_apart(phrases, claimer))
         # atmospheres and times: a phrase names the concept of its nearest name of all kinds
         # ("a snowy valley" is nearer a snowfield than falling snow: a biome, not weather)
         things = [NAME_KINDS.index(k) for k in ("other", "creature", "thing")]
@@ -815,14 +816,21 @@ class PromptReading:
     text_emb: np.ndarray  # the MiniLM embedding the generator is conditioned on
 
 
+class BiomePhrases(NamedTuple):
+    """What a prompt's phrases say of each biome (`WorldEngine._read_phrases`)."""
+
+    nearest: np.ndarray  # cosine of the phrase nearest to one of its names
+    claimed: np.ndarray  # the same among phrases nearest to it of all biomes (-1: none)
+    lead: np.ndarray  # how much nearer to it such a phrase is than to the runner-up
+    agreed: np.ndarray  # bool: phrases name it by both readings (`WorldEngine._agreed_biomes`)
+    apart: np.ndarray  # (biomes, biomes) bool: their claiming phrases share no word
+
+
 @dataclass
 class PhraseReading:
     """A prompt's phrases matched to concept names (`WorldEngine._read_phrases`)."""
 
-    # per biome: nearest phrase, claimed phrase, the claiming phrase's lead over the runner-up,
-    # whether phrases name it by both readings (`WorldEngine._agreed_biomes`); per pair of
-    # biomes, whether their claiming phrases share no word (`_named_apart`)
-    biome: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
+    biome: BiomePhrases | None
     weather: np.ndarray | None  # per atmosphere: cosine of the nearest phrase naming it (0: none)
     time: np.ndarray | None  # per time of day, the same
     # per atmosphere / time of day: whether the prompt mentions it (SUPPORT_MIN, CLAIM_MIN)
@@ -1113,7 +1121,7 @@ SECOND_PLAIN = 0.9
 def biome_mix(
     probs: np.ndarray,
     mixed: float,
-    phrase_scores: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    phrase_scores: BiomePhrases | None = None,
 ) -> np.ndarray:
     """The prompt heads' biome distribution and probability of two biomes (and the phrase
     scores, when the weights have biome names) -> the generator's condition, as it was trained:
@@ -1131,10 +1139,11 @@ def biome_mix(
         two = two and share >= MIX_MIN_SHARE
     else:
         nearest, claimed, lead = (
-            np.nan_to_num(np.asarray(x, np.float64), nan=-1.0) for x in phrase_scores[:3]
+            np.nan_to_num(np.asarray(x, np.float64), nan=-1.0)
+            for x in (phrase_scores.nearest, phrase_scores.claimed, phrase_scores.lead)
         )
-        agreed = np.asarray(phrase_scores[3], bool)
-        apart = np.asarray(phrase_scores[4], bool)
+        agreed = np.asarray(phrase_scores.agreed, bool)
+        apart = np.asarray(phrase_scores.apart, bool)
         rank = np.log(p + 1e-6) + PHRASE_WEIGHT * nearest
         named = claimed >= BIOME_CLAIM_MIN
         if named.any():  # some biome is named: the others are ruled out
