@@ -20,7 +20,12 @@ from inference.training.simulator import phrasing
 from inference.world import spec as ws
 from inference.world import text as text_encoder
 from inference.world import vocabulary
-from inference.world.engine import UnsupportedEvent, _in_a_place_phrase, _part_of_a_thing
+from inference.world.engine import (
+    UnsupportedEvent,
+    _in_a_place_phrase,
+    _in_place_words,
+    _part_of_a_thing,
+)
 from inference.world.model import NAME_KINDS, ModelConfig, Renderer
 
 
@@ -340,6 +345,30 @@ def test_a_word_of_a_scene_detail_names_no_atmosphere(engine):
     wid = engine.create_world(prompt="a dry desert of sand on a dusty afternoon", seed=5)
     assert engine.describe(wid)["weather"] == "sandstorm"
     engine.drop_world(wid)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "weather"),
+    [
+        # "a snowbound" is 0.74 from "snowing", and the heads read falling snow into every
+        # snowbound valley; "snowbound" alone is nearest the snowfield's names
+        ("transport me to a snowbound valley as the sun comes up", "clear"),
+        ("imagine a snowbound valley with a dragon's hoard", "clear"),
+        ("take me to a snowbound valley with cinders in the air", "ash"),
+        # the atmosphere's own words still name it
+        ("a snowbound village in a blizzard", "snow"),
+        ("a snow-flurried cave at twilight", "snow"),
+    ],
+)
+def test_words_that_name_a_place_name_no_atmosphere(engine, prompt, weather):
+    assert ws.WEATHERS[engine.read_prompt(prompt).weather] == weather
+
+
+def test_a_phrase_of_place_words_alone_is_marked():
+    phrases = ["a snowbound", "a snowbound valley", "snowbound in a blizzard", "the"]
+    words = ["snowbound", "valley", "blizzard", "the"]
+    kinds = np.array([NAME_KINDS.index(k) for k in ("biome", "biome", "weather", "unknown")])
+    assert _in_place_words(phrases, words, kinds).tolist() == [True, True, False, False]
 
 
 @pytest.mark.parametrize(
