@@ -65,6 +65,7 @@ SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
             "ruined castle",
             "ruined city",
             "lost city",
+            "abandoned buildings",
         ),
         "canyon": ("gorge", "ravine", "mesa", "chasm", "butte", "gulch", "red cliffs"),
         "blossom": ("cherry blossoms", "sakura", "rose garden", "botanical garden", "tulip garden"),
@@ -155,4 +156,6 @@ UNKNOWN: tuple[str, ...] = (
     "bicycle", "cart", "wagon", "lamp post", "bench", "table", "chair", "door", "gate",
     "treasure chest", "barrel", "sword", "cannon", "flag", "market stall", "fountain",
     "waterfall", "river", "portal", "pyramid", "clock",
+    # events
+    "earthquake",
 )  # fmt: skip

@@ -519,6 +519,10 @@ def test_what_the_model_does_not_have_is_unsupported_with_the_nearest_events_off
     assert raised.value.suggest[0] == ws.EVENT_PHRASES["creature"]["deer"]
     assert str(raised.value) == "the world model has no horse"
     with pytest.raises(UnsupportedEvent) as raised:
+        engine.read_event("an earthquake shakes the ground")  # it placed ruins
+    assert str(raised.value) == "the world model has no earthquake"
+    assert ws.EVENT_PHRASES["thing"]["rocks"] in raised.value.suggest
+    with pytest.raises(UnsupportedEvent) as raised:
         engine.read_event("the crowd goes wild")  # names nothing it knows of either
     assert str(raised.value) == "no world event recognised in the text"
     # what it has still comes beside what it lacks
@@ -751,6 +755,7 @@ def test_a_place_some_phrase_names_wins_over_one_no_phrase_names(engine, prompt,
         # sure of one place, gave the desert alone
         ("snowy mountains and a desert", ["desert", "snow"], "clear"),
         ("a maple forest with red and orange leaves", ["autumn"], "clear"),  # no forest beside
+        ("an abandoned city", ["ruins"], "clear"),  # a cave ("abandoned mine")
     ],
 )
 def test_a_place_named_in_players_words_is_read(engine, prompt, biomes, weather):
