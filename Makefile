@@ -32,7 +32,7 @@ install: $(BIN)/.installed
 run: install
 	DEBUG=true $(PY) manage.py migrate --noinput
 	DEBUG=true $(PY) manage.py load_demo
-	# Covers rendered by the world model for worlds without one (a no-op once done).
+	# Covers rendered by the world model for worlds without one or made by other weights (a no-op once done).
 	DEBUG=true $(PY) manage.py render_covers
 	DEBUG=true COVER_RENDER_AUTO=$${COVER_RENDER_AUTO:-true} $(BIN)/daphne -b $(HOST) -p $(PORT) gallery.asgi:application
 

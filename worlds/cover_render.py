@@ -4,8 +4,11 @@ The engine is loaded once per process (seconds and hundreds of MB) and is not th
 one lock guards it. Celery workers call this through worlds.tasks.render_cover.
 """
 
+import hashlib
 import io
 import threading
+from functools import cache
+from pathlib import Path
 
 from PIL import Image
 
@@ -23,6 +26,30 @@ def _get_engine():
 
         _engine = WorldEngine.load(device="cpu")
     return _engine
+
+
+def weights_digest() -> str:
+    """Which weights render covers: the first 16 hex digits of the SHA-256 of the shipped world
+    model file (what `WorldEngine.load` reads), "" where there is none."""
+    from inference.world.engine import DEFAULT_WEIGHTS
+
+    return _digest(DEFAULT_WEIGHTS, *_stamp(DEFAULT_WEIGHTS))
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return (0, 0)
+    return (stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _digest(path: Path, size: int, mtime_ns: int) -> str:  # once per file version
+    if not size:
+        return ""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()[:16]
 
 
 def render_cover_png(*, prompt: str, seed: int) -> bytes:

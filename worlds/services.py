@@ -229,11 +229,12 @@ def world_render_cover(*, world_id: int) -> bool:
 
     Returns whether a cover was rendered. A world deleted meanwhile is skipped, not an error.
     """
-    from worlds.cover_render import render_cover_png
+    from worlds.cover_render import render_cover_png, weights_digest
 
     world = World.objects.filter(pk=world_id).first()
     if world is None or (world.cover and not world.cover_generated):
         return False
+    digest = weights_digest()  # before the render: weights replaced meanwhile render again
     png = render_cover_png(prompt=world.prompt, seed=world.seed)
     with transaction.atomic():
         # Lock and re-check: the creator may have uploaded a cover while the frame rendered.
@@ -242,8 +243,8 @@ def world_render_cover(*, world_id: int) -> bool:
             return False
         old = world.cover.name if world.cover else None
         world.cover.save(f"{world.slug}-frame.png", ContentFile(png), save=False)
-        world.cover_generated = True
-        world.save(update_fields=["cover", "cover_generated", "updated_at"])
+        world.cover_generated, world.cover_weights = True, digest
+        world.save(update_fields=["cover", "cover_generated", "cover_weights", "updated_at"])
     if old and old != world.cover.name:
         world.cover.storage.delete(old)
     return True

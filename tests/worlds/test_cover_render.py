@@ -1,12 +1,16 @@
 """Covers rendered by the world model for worlds published without one."""
 
+import io
 import threading
 
 import pytest
+from django.core.files.base import ContentFile
+from django.core.management import call_command
 from PIL import Image
 
 from tests.worlds.factories import image_bytes, upload
-from worlds import services
+from worlds import cover_render, services
+from worlds.cover_render import weights_digest
 
 SPEC = {"title": "Frame Test", "category": "games", "prompt": "a snowy pine forest at night"}
 
@@ -71,3 +75,50 @@ def test_no_render_is_queued_when_auto_render_is_off(
     with django_capture_on_commit_callbacks() as callbacks:
         services.world_create(creator=owner, fields=SPEC)
     assert callbacks == []
+
+
+def _rendered_cover(world, weights: str) -> str:
+    """Give a world a cover as a render leaves it, stamped with `weights`; -> its file name."""
+    world.cover.save(f"{world.slug}-frame.png", ContentFile(image_bytes("PNG")), save=False)
+    world.cover_generated, world.cover_weights = True, weights
+    world.save(update_fields=["cover", "cover_generated", "cover_weights"])
+    return world.cover.name
+
+
+def test_render_covers_renders_again_the_covers_older_weights_made(owner, settings):
+    # `make run` runs render_covers on every start: after new weights ship, the demo covers
+    # the old weights rendered must not stay
+    settings.COVER_RENDER_AUTO = False
+    current = weights_digest()
+    assert len(current) == 16
+    worlds = [services.world_create(creator=owner, fields=SPEC | {"seed": i}) for i in range(4)]
+    kept = _rendered_cover(worlds[0], current)
+    stale = _rendered_cover(worlds[1], "0123456789abcdef")
+    uploaded = services.world_update(
+        world=worlds[2], by=owner, fields={}, cover=upload(image_bytes("JPEG"))
+    ).cover.name
+    out = io.StringIO()
+    call_command("render_covers", stdout=out)
+    assert out.getvalue().strip() == "Rendered 2 covers."  # the stale one and the coverless one
+    for world in worlds:
+        world.refresh_from_db()
+    assert worlds[0].cover.name == kept
+    assert worlds[1].cover.name != stale and worlds[1].cover_weights == current
+    assert worlds[2].cover.name == uploaded and not worlds[2].cover_generated
+    assert worlds[3].cover_generated and worlds[3].cover_weights == current
+    with worlds[1].cover.open("rb") as f:
+        assert Image.open(f).size == (512, 512)  # the model's frame, not the stand-in
+    call_command("render_covers", stdout=(out := io.StringIO()))
+    assert out.getvalue().strip() == "Rendered 0 covers."  # a no-op once done
+    call_command("render_covers", "--regenerate", stdout=(out := io.StringIO()))
+    assert out.getvalue().strip() == "Rendered 3 covers."
+
+
+def test_the_weights_digest_follows_the_file(tmp_path):
+    path = tmp_path / "weights.safetensors"
+    path.write_bytes(b"first weights")
+    first = cover_render._digest(path, *cover_render._stamp(path))
+    path.write_bytes(b"second weights, longer")
+    second = cover_render._digest(path, *cover_render._stamp(path))
+    assert len(first) == len(second) == 16 and first != second
+    assert cover_render._digest(tmp_path / "none", *cover_render._stamp(tmp_path / "none")) == ""
