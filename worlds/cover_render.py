@@ -1,4 +1,5 @@
-"""Covers rendered by the world model: one frame of the world, upscaled with crisp pixels.
+"""Covers rendered by the world model: one frame of the world, upscaled with crisp pixels; and
+what the model makes of the prompt, shown beside it.
 
 The engine is loaded once per process (seconds and hundreds of MB) and is not thread-safe, so
 one lock guards it. Celery workers call this through worlds.tasks.render_cover.
@@ -50,6 +51,12 @@ def _digest(path: Path, size: int, mtime_ns: int) -> str:  # once per file versi
         return ""
     with path.open("rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()[:16]
+
+
+def prompt_reading(prompt: str) -> dict:
+    """What the world model makes of a prompt, as people say it (`PromptReading.names`)."""
+    with _lock:
+        return _get_engine().read_prompt(prompt).names()
 
 
 def render_cover_png(*, prompt: str, seed: int) -> bytes:

@@ -49,9 +49,12 @@ class World(models.Model):
     # True when the cover is a frame the world model rendered (replaced when the spec changes),
     # False when the creator uploaded it (never touched by the renderer).
     cover_generated = models.BooleanField(default=False)
-    # Which world model weights rendered a generated cover (`cover_render.weights_digest`):
-    # `render_covers` renders again the covers older weights made.
-    cover_weights = models.CharField(max_length=16, blank=True, editable=False)
+    # What the world model makes of the prompt, as people say it (`PromptReading.names`: places,
+    # sky, time, creature, what it lacks), rendered with the cover; {} until then.
+    model_reading = models.JSONField(default=dict, blank=True, editable=False)
+    # Which weights rendered the reading and a generated cover (`cover_render.weights_digest`):
+    # `render_covers` renders again what other weights made.
+    model_weights = models.CharField(max_length=16, blank=True, editable=False)
     status = models.CharField(
         max_length=16, choices=WorldStatus.choices, default=WorldStatus.DRAFT, db_index=True
     )

@@ -47,6 +47,7 @@ class WorldOutputSerializer(serializers.ModelSerializer):
             "character_examples",
             "max_players",
             "cover_url",
+            "model_reading",
             "status",
             "creator",
             "remix_of",

@@ -142,8 +142,7 @@ def _insert_world(creator, remix_of, data: dict, clean_cover, *, salted: bool) -
         if clean_cover:
             world.cover.save(f"{slug}.{clean_cover.extension}", clean_cover.content, True)
         _snapshot_version(world)
-        if not clean_cover:
-            _schedule_cover_render(world)
+        _schedule_cover_render(world)  # a cover only where none was uploaded; the reading always
     return world
 
 
@@ -167,8 +166,12 @@ def world_update(*, world: World, by: AbstractBaseUser, fields: dict, cover=None
         # Lock the row: two saves racing would both read version N and both write N+1.
         world = World.objects.select_for_update().get(pk=world.pk)
         spec_changed = any(merged[name] != getattr(world, name) for name in SPEC_FIELDS)
+        # what the model makes of the world: the reading and a rendered cover
+        rendered_changed = (merged["prompt"], merged["seed"]) != (world.prompt, world.seed)
         for name, value in merged.items():
             setattr(world, name, value)
+        if rendered_changed:  # stale until rendered again (`render_covers` picks it up too)
+            world.model_reading, world.model_weights = {}, ""
         world.full_clean(exclude=["cover", "current_version", "slug"])
         if clean_cover:
             world.cover.save(f"{world.slug}.{clean_cover.extension}", clean_cover.content, False)
@@ -182,6 +185,8 @@ def world_update(*, world: World, by: AbstractBaseUser, fields: dict, cover=None
         world.save()
         if spec_changed or world.current_version_id is None:
             _snapshot_version(world)
+        if rendered_changed:
+            _schedule_cover_render(world)
     _queue_if_held(world)
     return world
 
@@ -199,7 +204,7 @@ def world_set_cover(*, world: World, by: AbstractBaseUser, upload) -> World:
 
 
 def _schedule_cover_render(world: World) -> None:
-    """Queue a model-rendered cover once the world is committed (a worker must see the row)."""
+    """Queue `world_render_cover` once the world is committed (a worker must see the row)."""
     if not settings.COVER_RENDER_AUTO:
         return
     from worlds.tasks import render_cover
@@ -225,26 +230,36 @@ def _render_beside(world_id: int) -> None:
 
 
 def world_render_cover(*, world_id: int) -> bool:
-    """Give a world a cover rendered by the world model, unless its creator uploaded one.
+    """Render what the world model makes of a world: what it reads in the prompt and, unless the
+    creator uploaded one, a cover (a frame at spawn), stamped with the weights' digest.
 
-    Returns whether a cover was rendered. A world deleted meanwhile is skipped, not an error.
+    Returns whether it rendered. A world deleted meanwhile is skipped, not an error.
     """
-    from worlds.cover_render import render_cover_png, weights_digest
+    from worlds.cover_render import prompt_reading, render_cover_png, weights_digest
 
     world = World.objects.filter(pk=world_id).first()
-    if world is None or (world.cover and not world.cover_generated):
+    if world is None:
         return False
+    spec = (world.prompt, world.seed)
     digest = weights_digest()  # before the render: weights replaced meanwhile render again
-    png = render_cover_png(prompt=world.prompt, seed=world.seed)
+    reading = prompt_reading(world.prompt)
+    png = None
+    if not world.cover or world.cover_generated:
+        png = render_cover_png(prompt=world.prompt, seed=world.seed)
     with transaction.atomic():
-        # Lock and re-check: the creator may have uploaded a cover while the frame rendered.
+        # Lock and re-check: the creator may have uploaded a cover or edited the prompt while
+        # the frame rendered (an edit schedules a render of its own).
         world = World.objects.select_for_update().filter(pk=world_id).first()
-        if world is None or (world.cover and not world.cover_generated):
+        if world is None or (world.prompt, world.seed) != spec:
             return False
         old = world.cover.name if world.cover else None
-        world.cover.save(f"{world.slug}-frame.png", ContentFile(png), save=False)
-        world.cover_generated, world.cover_weights = True, digest
-        world.save(update_fields=["cover", "cover_generated", "cover_weights", "updated_at"])
+        fields = ["model_reading", "model_weights", "updated_at"]
+        if png is not None and (not world.cover or world.cover_generated):
+            world.cover.save(f"{world.slug}-frame.png", ContentFile(png), save=False)
+            world.cover_generated = True
+            fields += ["cover", "cover_generated"]
+        world.model_reading, world.model_weights = reading, digest
+        world.save(update_fields=fields)
     if old and old != world.cover.name:
         world.cover.storage.delete(old)
     return True

@@ -47,6 +47,7 @@ SUGGESTIONS = 4  # events offered for text the model cannot do, from these (kind
 PLAIN_EVENTS = [(kind, p) for kind, by in ws.EVENT_PHRASES.items() for p in by.values()]
 AHEAD_FRAMES = 24  # grow_ahead makes the terrain a player can reach within about a second
 DECODE_BATCH = 512  # frames per renderer forward (bounds memory, not results)
+SHOWN_SHARE = 0.2  # a second biome of a mix is named (describe, names) from this share
 
 __all__ = ["PromptError", "SnapshotError", "UnsupportedEvent", "WorldEngine"]
 
@@ -158,6 +159,7 @@ class WorldEngine:
                 int(heads["creature"].argmax()) - 1, phrases.creature, plain=NAMED_PLAIN
             ),
             text_emb=emb.astype(np.float32),
+            lacks=_lacking(phrases),
         )
 
     def add_player(self, world_id: str, slot: int | None = None) -> str:
@@ -228,9 +230,8 @@ class WorldEngine:
             _drop_the_setting(choice, phrases, text)
         if all(v < 0 for v in choice.values()):
             reason = "no world event recognised in the text"
-            if phrases.lacks is not None and phrases.lacks < len(vocabulary.UNKNOWN):
-                # say what it lacks where the text plainly names it
-                reason = f"the world model has no {vocabulary.UNKNOWN[phrases.lacks]}"
+            if lacking := _lacking(phrases):  # say what it lacks where the text plainly names it
+                reason = f"the world model has no {lacking}"
             raise UnsupportedEvent(reason, suggest=self.nearest_events(text))
         return choice
 
@@ -562,7 +563,7 @@ class WorldEngine:
         mix = np.argsort(-world.biome_probs)[:2]
         return {
             "biome": ws.BIOMES[world.biome],
-            "biomes": [ws.BIOMES[b] for b in mix if world.biome_probs[b] >= 0.2],
+            "biomes": [ws.BIOMES[b] for b in mix if world.biome_probs[b] >= SHOWN_SHARE],
             "weather": ws.WEATHERS[world.weather],
             "time": ws.time_name(world.minute),
             "clock": ws.clock_text(world.minute),
@@ -792,6 +793,13 @@ FUNCTION_WORDS = frozenset(
 )
 
 
+def _lacking(phrases: PhraseReading) -> str | None:
+    """What a text plainly names that the model has no concept for (`vocabulary.UNKNOWN`)."""
+    if phrases.lacks is not None and phrases.lacks < len(vocabulary.UNKNOWN):
+        return vocabulary.UNKNOWN[phrases.lacks]
+    return None
+
+
 def _content_words(phrases: list[str]) -> list[set[str]]:
     return [set(p.split()) - FUNCTION_WORDS for p in phrases]
 
@@ -826,6 +834,25 @@ class PromptReading:
     time: int  # index in TIMES
     creature: int  # -1: none
     text_emb: np.ndarray  # the MiniLM embedding the generator is conditioned on
+    lacks: str | None = None  # what the text plainly names that the model has no concept for
+
+    def names(self) -> dict:
+        """The reading as people say it (the world page, the API): the place (one, or two
+        mixed), the sky, the time of day, the creature (None) and what it lacks (None)."""
+        places = np.argsort(-self.biome_probs)[:2]
+        return {
+            "places": [
+                ws.shown("biome", ws.BIOMES[b])
+                for b in places
+                if self.biome_probs[b] >= SHOWN_SHARE
+            ],
+            "sky": ws.shown("weather", ws.WEATHERS[self.weather]),
+            "time": ws.TIMES[self.time],
+            "creature": ws.shown("creature", ws.CREATURES[self.creature])
+            if self.creature >= 0
+            else None,
+            "lacks": self.lacks,
+        }
 
 
 class BiomePhrases(NamedTuple):

@@ -86,6 +86,31 @@ CREATURES = (
     "ghost",
 )
 
+# How people say the concepts whose names here are identifiers (the world page, the API).
+SHOWN = {
+    "biome": {
+        "snow": "snowfield",
+        "city": "city streets",
+        "reef": "underwater reef",
+        "volcanic": "volcanic land",
+        "blossom": "blossom garden",
+        "ice_cave": "ice cave",
+        "autumn": "autumn woods",
+    },
+    "weather": {
+        "clear": "clear",
+        "snow": "falling snow",
+        "ash": "falling ash",
+        "petals": "drifting petals",
+    },
+}
+
+
+def shown(kind: str, name: str) -> str:
+    """A concept's name as people say it ("ice_cave" -> "ice cave")."""
+    return SHOWN.get(kind, {}).get(name, name)
+
+
 # Avatar colours by seat slot (slot % 8).
 AVATAR_RGB = (
     (220, 40, 40),

@@ -37,10 +37,11 @@ def test_the_world_model_renders_a_cover_for_a_world_without_one(owner, settings
 def test_an_uploaded_cover_is_never_replaced_by_a_render(owner):
     world = services.world_create(creator=owner, fields=SPEC, cover=upload(image_bytes("PNG")))
     name = world.cover.name
-    assert services.world_render_cover(world_id=world.pk) is False
+    assert services.world_render_cover(world_id=world.pk) is True  # the reading alone
     world.refresh_from_db()
     assert world.cover.name == name
     assert not world.cover_generated
+    assert world.model_reading["places"] == ["forest"]
 
 
 def test_a_cover_uploaded_over_a_rendered_one_is_kept_and_the_old_file_goes(
@@ -57,9 +58,9 @@ def test_a_cover_uploaded_over_a_rendered_one_is_kept_and_the_old_file_goes(
             )
         covers.append(world.cover.name)
     assert not world.cover_generated
-    assert services.world_render_cover(world_id=world.pk) is False
+    services.world_render_cover(world_id=world.pk)
     world.refresh_from_db()
-    assert world.cover.name == covers[-1]
+    assert world.cover.name == covers[-1] and not world.cover_generated
     storage = world.cover.storage
     assert storage.exists(covers[-1]) and not storage.exists(covers[0])
 
@@ -80,12 +81,12 @@ def test_no_render_is_queued_when_auto_render_is_off(
 def _rendered_cover(world, weights: str) -> str:
     """Give a world a cover as a render leaves it, stamped with `weights`; -> its file name."""
     world.cover.save(f"{world.slug}-frame.png", ContentFile(image_bytes("PNG")), save=False)
-    world.cover_generated, world.cover_weights = True, weights
-    world.save(update_fields=["cover", "cover_generated", "cover_weights"])
+    world.cover_generated, world.model_weights = True, weights
+    world.save(update_fields=["cover", "cover_generated", "model_weights"])
     return world.cover.name
 
 
-def test_render_covers_renders_again_the_covers_older_weights_made(owner, settings):
+def test_render_covers_renders_again_what_older_weights_made(owner, settings):
     # `make run` runs render_covers on every start: after new weights ship, the demo covers
     # the old weights rendered must not stay
     settings.COVER_RENDER_AUTO = False
@@ -99,19 +100,62 @@ def test_render_covers_renders_again_the_covers_older_weights_made(owner, settin
     ).cover.name
     out = io.StringIO()
     call_command("render_covers", stdout=out)
-    assert out.getvalue().strip() == "Rendered 2 covers."  # the stale one and the coverless one
+    # the stale cover, the uploaded one's reading, the world with no cover
+    assert out.getvalue().strip() == "Rendered 3 worlds."
     for world in worlds:
         world.refresh_from_db()
     assert worlds[0].cover.name == kept
-    assert worlds[1].cover.name != stale and worlds[1].cover_weights == current
+    assert worlds[1].cover.name != stale and worlds[1].model_weights == current
     assert worlds[2].cover.name == uploaded and not worlds[2].cover_generated
-    assert worlds[3].cover_generated and worlds[3].cover_weights == current
+    assert worlds[3].cover_generated and worlds[3].model_weights == current
+    for world in worlds[1:]:
+        assert world.model_reading == {
+            "places": ["forest"],
+            "sky": "falling snow",
+            "time": "night",
+            "creature": None,
+            "lacks": None,
+        }
     with worlds[1].cover.open("rb") as f:
         assert Image.open(f).size == (512, 512)  # the model's frame, not the stand-in
     call_command("render_covers", stdout=(out := io.StringIO()))
-    assert out.getvalue().strip() == "Rendered 0 covers."  # a no-op once done
+    assert out.getvalue().strip() == "Rendered 0 worlds."  # a no-op once done
     call_command("render_covers", "--regenerate", stdout=(out := io.StringIO()))
-    assert out.getvalue().strip() == "Rendered 3 covers."
+    assert out.getvalue().strip() == "Rendered 4 worlds."
+
+
+def test_a_new_prompt_is_rendered_again_and_the_page_says_what_the_model_makes_of_it(
+    owner, owner_client, settings, django_capture_on_commit_callbacks
+):
+    settings.COVER_RENDER_AUTO = True
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # queued as for a Celery worker, run here
+    with django_capture_on_commit_callbacks() as queued:
+        world = services.world_create(creator=owner, fields=SPEC)
+    assert len(queued) == 1
+    services.world_render_cover(world_id=world.pk)
+    world.refresh_from_db()
+    first = world.cover.name
+    with django_capture_on_commit_callbacks() as queued:  # a new title renders nothing
+        world = services.world_update(world=world, by=owner, fields={"title": "Renamed"})
+    assert queued == []
+    prompt = "a windmill on a grassy meadow with foxes at dusk"
+    with django_capture_on_commit_callbacks() as queued:
+        world = services.world_update(world=world, by=owner, fields={"prompt": prompt})
+    assert len(queued) == 1
+    world.refresh_from_db()
+    assert (world.model_reading, world.model_weights) == ({}, "")  # stale until rendered
+    assert "What the world model makes of it" not in owner_client.get(f"/w/{world.slug}/").text
+    services.world_render_cover(world_id=world.pk)
+    world.refresh_from_db()
+    assert world.cover.name != first  # the old prompt's frame is gone
+    assert world.model_reading["places"] == ["meadow"]
+    page = owner_client.get(f"/w/{world.slug}/").text
+    assert "What the world model makes of it" in page
+    for shown in ("<dd>meadow</dd>", "<dd>clear</dd>", "<dd>dusk</dd>", "<dd>fox</dd>"):
+        assert shown in page
+    assert "The model has no windmill: the world leaves it out." in page
+    api = owner_client.get(f"/api/worlds/{world.slug}/").json()
+    assert api["model_reading"]["lacks"] == "windmill"
 
 
 def test_the_weights_digest_follows_the_file(tmp_path):

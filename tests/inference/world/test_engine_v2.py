@@ -827,3 +827,19 @@ def _biomes_read(engine, prompt: str) -> list[str]:
         return sorted(engine.describe(wid)["biomes"])
     finally:
         engine.drop_world(wid)
+
+
+def test_a_prompt_reading_says_what_the_model_makes_of_it_in_peoples_words(engine):
+    assert engine.read_prompt("a frozen cavern of blue ice at night with foxes").names() == {
+        "places": ["ice cave"],  # not the identifier "ice_cave"
+        "sky": "clear",
+        "time": "night",
+        "creature": "fox",
+        "lacks": None,
+    }
+    mixed = engine.read_prompt("a jungle running down to a beach in a thunderstorm").names()
+    assert (sorted(mixed["places"]), mixed["sky"]) == (["beach", "jungle"], "thunderstorm")
+    # what it lacks is said, where the world is made without it
+    assert engine.read_prompt("a spaceship drifting through outer space").names()["lacks"] == (
+        "spaceship"
+    )

@@ -1,6 +1,7 @@
-"""Render model covers for worlds that have none (the embedded default has no Celery worker)
-and again for those other weights rendered (`make run` after new weights ship), or, with
---regenerate, again for every model-rendered cover. Uploaded covers are kept."""
+"""Render what the world model makes of worlds (`services.world_render_cover`: the reading of
+the prompt and a cover) where it has not yet (the embedded default has no Celery worker) and
+again where other weights made it (`make run` after new weights ship), or, with --regenerate,
+again for every world. Uploaded covers are kept."""
 
 from django.core.management.base import BaseCommand
 
@@ -10,21 +11,20 @@ from worlds.models import World
 
 
 class Command(BaseCommand):
-    help = "Render a cover with the world model for every world without an uploaded cover."
+    help = "Render the world model's cover and reading for worlds that lack them or are stale."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--limit", type=int, default=100)
         parser.add_argument(
             "--regenerate",
             action="store_true",
-            help="also re-render covers these weights made (older weights' are re-rendered anyway)",
+            help="render again what these weights made too (other weights' is rendered anyway)",
         )
 
     def handle(self, *args, limit: int, regenerate: bool, **options) -> None:
-        rendered = World.objects.filter(cover_generated=True)
+        worlds = World.objects.all()
         if not regenerate:
-            rendered = rendered.exclude(cover_weights=weights_digest())
-        worlds = World.objects.filter(cover="") | rendered
+            worlds = worlds.filter(cover="") | worlds.exclude(model_weights=weights_digest())
         ids = list(worlds.order_by("id").values_list("id", flat=True)[:limit])
         done = sum(services.world_render_cover(world_id=world_id) for world_id in ids)
-        self.stdout.write(f"Rendered {done} cover{'' if done == 1 else 's'}.")
+        self.stdout.write(f"Rendered {done} world{'' if done == 1 else 's'}.")

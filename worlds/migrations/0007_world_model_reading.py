@@ -12,7 +12,12 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name='world',
-            name='cover_weights',
+            name='model_reading',
+            field=models.JSONField(blank=True, default=dict, editable=False),
+        ),
+        migrations.AddField(
+            model_name='world',
+            name='model_weights',
             field=models.CharField(blank=True, editable=False, max_length=16),
         ),
     ]
