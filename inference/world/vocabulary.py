@@ -98,6 +98,7 @@ SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
             "woodpecker",
             "vulture",
             "flamingo",
+            "gulls",
         ),
         "fish": (
             "fishes",

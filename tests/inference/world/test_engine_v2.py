@@ -480,6 +480,7 @@ def test_a_creature_named_by_a_word_no_phrasing_bank_holds_comes_where_the_head_
         ("add a moose", "bear", "deer"),
         ("some ducks paddle by", None, "bird"),
         ("a stray tabby curls up nearby", "frog", "cat"),
+        ("some gulls fly over", "rabbit", "bird"),  # the demo world Captain Sol's gulls
     ):
         heads = engine._text_heads(text, engine.model.event_heads)
         assert int(heads["creature"].argmax()) - 1 == (ws.CREATURES.index(head) if head else -1)
