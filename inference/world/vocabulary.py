@@ -157,6 +157,6 @@ UNKNOWN: tuple[str, ...] = (
     "bicycle", "cart", "wagon", "lamp post", "bench", "table", "chair", "door", "gate",
     "treasure chest", "barrel", "sword", "cannon", "flag", "market stall", "fountain",
     "waterfall", "river", "portal", "pyramid", "clock",
-    # events
-    "earthquake",
+    # events and places
+    "earthquake", "outer space",
 )  # fmt: skip

@@ -841,6 +841,6 @@ def test_a_prompt_reading_says_what_the_model_makes_of_it_in_peoples_words(engin
     mixed = engine.read_prompt("a jungle running down to a beach in a thunderstorm").names()
     assert (sorted(mixed["places"]), mixed["sky"]) == (["beach", "jungle"], "thunderstorm")
     # what it lacks is said, where the world is made without it
-    assert engine.read_prompt("a spaceship drifting through outer space").names()["lacks"] == (
-        "spaceship"
-    )
+    landed = engine.read_prompt("a spaceship lands in a grassy meadow").names()
+    assert (landed["places"], landed["lacks"]) == (["meadow"], "spaceship")
+    assert engine.read_prompt("outer space").names()["lacks"] == "outer space"  # a place
