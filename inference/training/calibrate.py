@@ -18,7 +18,7 @@ import torch
 from tqdm import tqdm
 
 from inference.training import simulator as sim
-from inference.training.evaluate import kind_counts, simulator_kind_mix
+from inference.training.evaluate import kind_counts, simulator_kind_mix, total_variation
 from inference.world import spec as ws
 from inference.world.engine import WorldEngine
 from inference.world.model import WorldModel
@@ -56,10 +56,6 @@ def generated_mix(engine: WorldEngine, prompts: dict[int, list[tuple[str, int]]]
             counts[b] += kind_counts(engine.worlds[wid], b)
             engine.drop_world(wid)
     return counts / np.maximum(counts.sum(1, keepdims=True), 1)
-
-
-def total_variation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return 0.5 * np.abs(a - b).sum(-1)
 
 
 def calibrate_kinds(

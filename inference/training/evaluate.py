@@ -601,6 +601,11 @@ def simulator_kind_mix(
     return counts / counts.sum()
 
 
+def total_variation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Total variation distance between shares over the last axis (0: the same mix)."""
+    return 0.5 * np.abs(a - b).sum(-1)
+
+
 def kind_mix_distance(counts: dict[str, np.ndarray]) -> dict[str, float]:
     """Per biome: total variation distance between the tile kinds the generator drew for it
     and the simulator's (0: the same mix; a chunk of nothing but the commonest kind is far)."""
@@ -608,7 +613,7 @@ def kind_mix_distance(counts: dict[str, np.ndarray]) -> dict[str, float]:
     for name, c in counts.items():
         if c.sum():
             ref = simulator_kind_mix(ws.BIOMES.index(name))
-            out[name] = round(float(0.5 * np.abs(c / c.sum() - ref).sum()), 3)
+            out[name] = round(float(total_variation(c / c.sum(), ref)), 3)
     return out
 
 

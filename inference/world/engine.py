@@ -560,10 +560,9 @@ class WorldEngine:
     def describe(self, world_id: str) -> dict:
         """A world's live conditions by name (read-only), for text about it (`narrative`)."""
         world = self._world(world_id)
-        mix = np.argsort(-world.biome_probs)[:2]
         return {
             "biome": ws.BIOMES[world.biome],
-            "biomes": [ws.BIOMES[b] for b in mix if world.biome_probs[b] >= SHOWN_SHARE],
+            "biomes": shown_biomes(world.biome_probs),
             "weather": ws.WEATHERS[world.weather],
             "time": ws.time_name(world.minute),
             "clock": ws.clock_text(world.minute),
@@ -629,13 +628,12 @@ class WorldEngine:
         things = [NAME_KINDS.index(k) for k in ("other", "creature", "thing")]
         all_part = _part_of_a_thing(phrases + words, np.isin(kinds[all_near], things), all_best)
         in_place = _in_place_words(phrases + words, words, kinds[all_near[is_word]])
+        parts = {"weather": all_part | in_place, "time": all_part}
         scores, ok, at = {}, {}, {}
         index = np.arange(len(all_sims))
         for kind, n in (("weather", len(ws.WEATHERS)), ("time", len(ws.TIMES))):
             rows = slice(None) if WORDS_FOR[kind] else ~is_word
-            near, best, part = all_near[rows], all_best[rows], all_part[rows]
-            if kind == "weather":
-                part = part | in_place[rows]
+            near, best, part = all_near[rows], all_best[rows], parts[kind][rows]
             of_kind = kinds == NAME_KINDS.index(kind)
             mine = of_kind[near] & ~part  # phrases whose nearest name is one of this kind's
             hit = mine & (best >= PHRASE_NAME_MIN)
@@ -793,6 +791,12 @@ FUNCTION_WORDS = frozenset(
 )
 
 
+def shown_biomes(biome_probs: np.ndarray) -> list[str]:
+    """The biomes of a mix by name, the larger share first (the second from SHOWN_SHARE)."""
+    top = np.argsort(-biome_probs)[:2]
+    return [ws.BIOMES[b] for b in top if biome_probs[b] >= SHOWN_SHARE]
+
+
 def _lacking(phrases: PhraseReading) -> str | None:
     """What a text plainly names that the model has no concept for (`vocabulary.UNKNOWN`)."""
     if phrases.lacks is not None and phrases.lacks < len(vocabulary.UNKNOWN):
@@ -839,13 +843,8 @@ class PromptReading:
     def names(self) -> dict:
         """The reading as people say it (the world page, the API): the place (one, or two
         mixed), the sky, the time of day, the creature (None) and what it lacks (None)."""
-        places = np.argsort(-self.biome_probs)[:2]
         return {
-            "places": [
-                ws.shown("biome", ws.BIOMES[b])
-                for b in places
-                if self.biome_probs[b] >= SHOWN_SHARE
-            ],
+            "places": [ws.shown("biome", name) for name in shown_biomes(self.biome_probs)],
             "sky": ws.shown("weather", ws.WEATHERS[self.weather]),
             "time": ws.TIMES[self.time],
             "creature": ws.shown("creature", ws.CREATURES[self.creature])

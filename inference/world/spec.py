@@ -98,7 +98,6 @@ SHOWN = {
         "autumn": "autumn woods",
     },
     "weather": {
-        "clear": "clear",
         "snow": "falling snow",
         "ash": "falling ash",
         "petals": "drifting petals",
