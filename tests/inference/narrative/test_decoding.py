@@ -112,6 +112,24 @@ def test_streams_from_several_threads_each_get_their_own_whole_completion(gemma)
     assert gemma.decoder.steps - steps < len(SERIES) * GREEDY.max_tokens
 
 
+def test_attention_without_flash_attention_completes_every_stream_as_with_it(smollm2):
+    # SmolLM2 may run without it (backends.FLASH_ATTENTION, timed at load): the plain products
+    # must read each sequence's own cells as flash attention does, several streams at once
+    texts = {}
+    for flash in (True, False):
+        decoder = BatchDecoder(
+            smollm2.decoder._model, sequences=4, n_ctx_seq=128, split_outputs=1,
+            flash_attention=flash, name=f"flash-{flash}",
+        )  # fmt: skip
+        try:
+            texts[flash] = complete_all(SimpleNamespace(complete=decoder.generate), list(SERIES))
+        finally:
+            decoder.close()
+    for prompt in SERIES:  # later tokens may part over rounding, not the next one
+        assert texts[False][prompt].split()[0] == texts[True][prompt].split()[0], texts
+    assert "Friday" in texts[False]["Monday, Tuesday, Wednesday, Thursday,"]
+
+
 def test_a_second_turn_evaluates_only_what_is_new_even_after_other_prompts(smollm2):
     decoder = smollm2.decoder
     turn = [

@@ -582,6 +582,22 @@ def test_between_folds_a_turn_reads_only_the_last_reply_and_the_new_line(narrato
     assert tom.summary == "" and len(tom.memory) == 8
 
 
+def test_after_a_begun_reply_the_next_turn_finds_the_models_words_in_its_sequence(narrator):
+    decoder = narrator.chat_lm.decoder
+    tom = narrator.reply(engine.character_start(TOM), BEACH, "hello", 1, soon()).state
+    settle(decoder)
+    asked = narrator.reply(tom, BEACH, "who are you?", 1, soon())  # begun: "Name's Old Tom."
+    turn, tone = characters.read_turn("who are you?", BEACH), engine._tone(tom.persona)
+    begun = characters.begun_reply(turn, tone, BEACH, tom, characters.spoken(tom))
+    assert asked.reply.text.startswith(begun) and len(asked.reply.text) > len(begun) + 8
+    settle(decoder)
+    narrator.reply(asked.state, BEACH, "any eels?", 1, soon())
+    stats = settle(decoder)
+    # the line, the turn markers and the reply's last token (sampled, never decoded): the words
+    # the model wrote after the begun ones are reused, not read again
+    assert stats.evaluated <= 16, stats
+
+
 def test_a_turn_after_the_world_changed_reads_only_the_note_the_last_reply_and_the_line(
     narrator,
 ):
