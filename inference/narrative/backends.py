@@ -307,6 +307,11 @@ class EmbeddedLM:
                 from inference.narrative.decoding import SPLIT_OUTPUTS, BatchDecoder, step_time
 
                 llama_cpp.llama_backend_init()
+                # llama.cpp logs through this logger, every debug line while its level is unset
+                # (a KV copy while a step is timed printed hundreds)
+                llama_log = logging.getLogger("llama-cpp-python")
+                if llama_log.level == logging.NOTSET:
+                    llama_log.setLevel(logging.WARNING)
                 loaded = {}
                 for encoding in run_weights(self.weights, self.model):
                     path = weights_path(self.model)
