@@ -340,12 +340,19 @@ class EmbeddedLM:
         ways = [(e, flash) for e in loaded for flash in FLASH_ATTENTION[self.model]]
         if len(ways) == 1:
             return ways[0]
-        times = {
-            (e, flash): step_time(loaded[e], threads=self.threads, flash_attention=flash)
-            for e, flash in ways
-        }
+        try:
+            times = {
+                (e, flash): step_time(
+                    loaded[e], sequences=self.sequences, threads=self.threads,
+                    flash_attention=flash,
+                )
+                for e, flash in ways
+            }  # fmt: skip
+        except LMError as exc:  # the weights still run, in the first way
+            log.warning("%s: timing a step failed (%s); runs in %s", self.name, exc, ways[0])
+            return ways[0]
         shown = (f"{e}{'' if f else ' no flash'} {1000 * t:.0f} ms" for (e, f), t in times.items())
-        log.info("%s, a step of 8 sequences: %s", self.name, ", ".join(shown))
+        log.info("%s, a step of %d sequences: %s", self.name, self.sequences, ", ".join(shown))
         return min(ways, key=times.get)
 
     def complete(self, prompt: str, sampling: Sampling) -> Iterator[str]:

@@ -108,6 +108,22 @@ def test_an_auto_load_runs_the_way_whose_step_is_shortest_on_this_cpu(monkeypatc
         lm.decoder.close()
 
 
+def test_weights_whose_step_cannot_be_timed_still_run_in_the_first_way(monkeypatch):
+    from inference.narrative import decoding
+
+    def step_time(weights, **_):
+        raise LMError("llama_decode failed while timing a step")
+
+    monkeypatch.setattr(decoding, "step_time", step_time)
+    lm = EmbeddedLM("smollm2", weights="q8")  # its own; Q8_0, with flash attention or not
+    try:
+        lm.load()
+        assert (lm.encoding, lm.flash_attention) == ("q8", True)
+        assert "Friday" in "".join(lm.complete("Monday, Tuesday, Wednesday, Thursday,", SHORT))
+    finally:
+        lm.decoder.close()
+
+
 def test_a_step_is_timed_on_a_context_of_its_own(smollm2):
     from inference.narrative.decoding import step_time
 
