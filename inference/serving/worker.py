@@ -692,9 +692,10 @@ class InferenceWorker:
             await self.layer.send(channel, message.to_message())
 
     async def _preread(self, session: LiveSession) -> None:
-        """While the player reads the greeting and types, the model reads the character's
-        card, so the first reply reads only the line. Queued like any job of the session,
-        behind its replies; nobody waits for it, and with the queue full it is skipped."""
+        """While the player reads the greeting (or the reply that folded the memory) and types,
+        the model reads the character's card (and the folded memory), so the next reply reads
+        only the line. Queued like any job of the session, behind its replies; nobody waits
+        for it, and with the queue full it is skipped."""
         world = await self._world_change(session, None)
         # The card shows the world as it is now until the memory folds (``characters.noticed``):
         # the first reply's prompt then begins as this one, whatever changed in between.
@@ -774,6 +775,10 @@ class InferenceWorker:
                 if answer.reply.event_text:
                     await self._world_change(session, answer.reply.event_text)
                 await self._send(sid, m.Line(speaker=character.name, text=answer.reply.text))
+                if answer.state.summary != character.summary:
+                    # The memory folded: the model reads its new head while the player reads
+                    # the reply, not in the next reply's time (~190 tokens, ~0.6 s on a core).
+                    await self._preread(session)
         except Exception:
             log.exception("worker %s: dialogue of %s failed", self.name, sid)
         finally:

@@ -3,6 +3,7 @@ character): what the session group hears, streamed replies included, and what sc
 back. test_worker_narrative.py covers the same glue with the grammar's deterministic text."""
 
 import asyncio
+import dataclasses
 import time
 import uuid
 
@@ -171,6 +172,48 @@ async def test_the_card_is_read_while_the_greeting_shows_so_the_first_reply_read
     # the card as read ahead, then the line with a note of the storm
     assert first.reused >= read.prompt - 4 and first.evaluated < 60, first
     assert worker.sessions[session_id].narrative.memory[0][0] == narrative.WORLD_NOTE
+
+
+async def test_a_memory_that_folded_is_read_ahead_so_the_next_reply_reads_the_line(
+    worker,
+    layer,
+    placement,
+    smollm2,  # noqa: F811
+):
+    decoder = smollm2.load()
+    earlier = {id(stats) for stats in decoder.finished}
+
+    def since():
+        return [stats for stats in list(decoder.finished) if id(stats) not in earlier]
+
+    async def settled(count):  # a request's sequence is freed at the decoder's next step
+        give_up = time.monotonic() + 30
+        while len(since()) < count:
+            assert time.monotonic() < give_up, f"{len(since())} of {count} requests finished"
+            await asyncio.sleep(0.05)
+        return since()[count - 1]
+
+    session_id = str(uuid.uuid4())
+    async with GroupListener(layer, session_id) as listener:
+        card = {**WREN, "name": f"Pilot {uuid.uuid4().hex[:6]}"}
+        await started(worker, placement, layer, listener, {**character_attach(session_id),
+                                                          "character": card})  # fmt: skip
+        await listener.next(kind_is("session.say"))  # the greeting
+        await settled(1)  # the card, read ahead
+        session = worker.sessions[session_id]
+        full = [("you", f"how many gulls at buoy {i}?") if i % 2 == 0
+                else (card["name"], f"Buoy {i - 1} had {i + 3} gulls on it.")
+                for i in range(narrative.CHAT_MAX_TURNS)]  # fmt: skip
+        session.narrative = dataclasses.replace(session.narrative, memory=tuple(full))
+        for line in ("and the tide?", "is the water deep here?"):
+            await say(layer, worker, session_id, line)
+            await listener.next(kind_is("session.say"))  # the echo
+            await listener.next(lambda m: m["type"] == "session.say" and not m.get("partial"))
+            if line == "and the tide?":  # this exchange folded the memory
+                assert session.narrative.summary and len(session.narrative.memory) == 4
+    folding, ahead, after = [await settled(n) for n in (2, 3, 4)]
+    assert ahead.generated == 1 and ahead.evaluated > 100  # the summary and the turns kept
+    assert after.reused >= ahead.prompt - 4 and after.evaluated < 40, (folding, ahead, after)
 
 
 async def test_a_generated_line_screening_refuses_is_never_sent(
