@@ -60,6 +60,7 @@ MAX_SAYS_QUEUED = 3  # player lines waiting for the character's answer; more get
 OFFER_TIMEOUT_S = 6.0
 NARRATE_TIMEOUT_S = 4.0
 REPLY_TIMEOUT_S = 5.0
+LM_LOAD_WAIT_S = 30.0  # a stopping worker waits this long at most for its language models' load
 VOTE_WINDOW_S = 15.0  # a shared story's vote closes this long after its first vote
 
 
@@ -156,9 +157,10 @@ class InferenceWorker:
         self._running = True
         # The language models load (and re-encode, the first time on a machine) beside the world
         # model, so the first player's story options or reply never wait for them.
-        threading.Thread(
+        self._lm_loading = threading.Thread(
             target=self.narrator.warm_up, name=f"{self.name}-lm-load", daemon=True
-        ).start()
+        )
+        self._lm_loading.start()
         try:
             # process-wide; set on the engine thread too, which keeps it for its own ops
             torch.set_num_threads(self.threads)
@@ -196,6 +198,9 @@ class InferenceWorker:
             if self.engine is not None:
                 await asyncio.to_thread(self.engine.stop_terrain)
             self._runner.close()
+            # A process that exits while llama.cpp loads (and times) the models aborts: its log
+            # lines call into an interpreter being torn down (SIGTERM'd workers died of SIGABRT).
+            await asyncio.to_thread(self._lm_loading.join, LM_LOAD_WAIT_S)
             self._running = False
             self._stopped.set()
 
