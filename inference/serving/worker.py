@@ -147,6 +147,7 @@ class InferenceWorker:
         self._background: set[asyncio.Task] = set()
         self._running = False
         self._stop_requested = False
+        self._abandoned = False  # stopped as a crash would (``abandon``)
         self._building = asyncio.Lock()
         self._demand = asyncio.Event()  # wakes the producer: new keys, an event, a low buffer
 
@@ -200,7 +201,9 @@ class InferenceWorker:
             self._runner.close()
             # A process that exits while llama.cpp loads (and times) the models aborts: its log
             # lines call into an interpreter being torn down (SIGTERM'd workers died of SIGABRT).
-            await asyncio.to_thread(self._lm_loading.join, LM_LOAD_WAIT_S)
+            # A crash (``abandon``) waits for nothing.
+            if not self._abandoned:
+                await asyncio.to_thread(self._lm_loading.join, LM_LOAD_WAIT_S)
             self._running = False
             self._stopped.set()
 
@@ -230,7 +233,7 @@ class InferenceWorker:
 
     async def abandon(self) -> None:
         """Stop without a word to placement, as a crashed process would (failover tests)."""
-        self._stop_requested = True
+        self._stop_requested = self._abandoned = True
         self._stopping.set()
         await self._stopped.wait()
 
