@@ -136,18 +136,19 @@ WREN = {
 }
 
 
+def requests_from_now(decoder):
+    """-> a function listing the decoder's requests finished since this call, oldest first."""
+    earlier = {id(stats) for stats in decoder.finished}
+    return lambda: [stats for stats in list(decoder.finished) if id(stats) not in earlier]
+
+
 async def test_the_card_is_read_while_the_greeting_shows_so_the_first_reply_reads_the_line(
     worker,
     layer,
     placement,
     smollm2,  # noqa: F811
 ):
-    decoder = smollm2.load()
-    earlier = {id(stats) for stats in decoder.finished}
-
-    def since():
-        return [stats for stats in list(decoder.finished) if id(stats) not in earlier]
-
+    since = requests_from_now(smollm2.load())
     session_id = str(uuid.uuid4())
     async with GroupListener(layer, session_id) as listener:
         attach = {**character_attach(session_id), "character": WREN}  # a card nobody read yet
@@ -180,12 +181,7 @@ async def test_a_memory_that_folded_is_read_ahead_so_the_next_reply_reads_the_li
     placement,
     smollm2,  # noqa: F811
 ):
-    decoder = smollm2.load()
-    earlier = {id(stats) for stats in decoder.finished}
-
-    def since():
-        return [stats for stats in list(decoder.finished) if id(stats) not in earlier]
-
+    since = requests_from_now(smollm2.load())
     async def settled(count):  # a request's sequence is freed at the decoder's next step
         give_up = time.monotonic() + 30
         while len(since()) < count:
