@@ -182,6 +182,7 @@ async def test_a_memory_that_folded_is_read_ahead_so_the_next_reply_reads_the_li
     smollm2,  # noqa: F811
 ):
     since = requests_from_now(smollm2.load())
+
     async def settled(count):  # a request's sequence is freed at the decoder's next step
         give_up = time.monotonic() + 30
         while len(since()) < count:
