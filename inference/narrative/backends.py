@@ -18,6 +18,7 @@ decode loop (``decoding.py``). Django-free.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import logging
@@ -42,6 +43,7 @@ WEIGHTS = ("auto", "shipped", "bf16", "q8")  # how the embedded weights are held
 # 118 ms against 130, 238 against 246).
 FLASH_ATTENTION = {"smollm2": (True, False), "gemma": (True,)}
 VAR_MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
+STEP_CHOICES = VAR_MODELS / "step_choices.json"  # the ways of running the weights timed here
 
 
 class LMError(RuntimeError):
@@ -340,6 +342,13 @@ class EmbeddedLM:
         ways = [(e, flash) for e in loaded for flash in FLASH_ATTENTION[self.model]]
         if len(ways) == 1:
             return ways[0]
+        # Timed once per CPU, build and setting, then remembered: a load stays ~1 s, and a
+        # worker stopped in its first seconds does not exit while llama.cpp is still timing
+        # (its log lines call into the interpreter being torn down: SIGABRT).
+        key = _machine_key(self.model, self.threads, self.sequences, ways)
+        known = _read_json(STEP_CHOICES).get(key)
+        if known in [list(way) for way in ways]:
+            return tuple(known)
         try:
             times = {
                 (e, flash): step_time(
@@ -353,7 +362,10 @@ class EmbeddedLM:
             return ways[0]
         shown = (f"{e}{'' if f else ' no flash'} {1000 * t:.0f} ms" for (e, f), t in times.items())
         log.info("%s, a step of %d sequences: %s", self.name, self.sequences, ", ".join(shown))
-        return min(ways, key=times.get)
+        fastest = min(ways, key=times.get)
+        with _var_models_lock:
+            _write_json(STEP_CHOICES, {**_read_json(STEP_CHOICES), key: list(fastest)})
+        return fastest
 
     def complete(self, prompt: str, sampling: Sampling) -> Iterator[str]:
         yield from self.load().generate(prompt, sampling)
@@ -375,6 +387,38 @@ class EmbeddedLM:
         # lone space SmolLM2 began a new line and the next turn read the reply again.
         prompt = rendered.prompt + prefill
         yield from self.complete(prompt, Sampling(**{**sampling.__dict__, "stop": stop}))
+
+
+def _machine_key(model: str, threads: int, sequences: int, ways: list) -> str:
+    """What a timed choice of weights holds for: the CPU, llama.cpp's build, the setting."""
+    import hashlib
+    import platform
+
+    import llama_cpp
+
+    cpu = platform.processor()
+    with contextlib.suppress(OSError):
+        cpu = next((line for line in open("/proc/cpuinfo") if line.startswith("model name")), cpu)
+    text = (
+        f"{cpu}|{llama_cpp.llama_print_system_info().decode()}|{model}|{threads}|{sequences}|{ways}"
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Written to a file of this process's own, then renamed, as the re-encodings are."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.part")
+    partial.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(partial, path)
 
 
 def model_params():

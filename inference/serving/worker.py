@@ -60,7 +60,6 @@ MAX_SAYS_QUEUED = 3  # player lines waiting for the character's answer; more get
 OFFER_TIMEOUT_S = 6.0
 NARRATE_TIMEOUT_S = 4.0
 REPLY_TIMEOUT_S = 5.0
-LM_LOAD_WAIT_S = 30.0  # a stopping worker waits this long at most for its language models' load
 VOTE_WINDOW_S = 15.0  # a shared story's vote closes this long after its first vote
 
 
@@ -147,7 +146,6 @@ class InferenceWorker:
         self._background: set[asyncio.Task] = set()
         self._running = False
         self._stop_requested = False
-        self._abandoned = False  # stopped as a crash would (``abandon``)
         self._building = asyncio.Lock()
         self._demand = asyncio.Event()  # wakes the producer: new keys, an event, a low buffer
 
@@ -158,10 +156,9 @@ class InferenceWorker:
         self._running = True
         # The language models load (and re-encode, the first time on a machine) beside the world
         # model, so the first player's story options or reply never wait for them.
-        self._lm_loading = threading.Thread(
+        threading.Thread(
             target=self.narrator.warm_up, name=f"{self.name}-lm-load", daemon=True
-        )
-        self._lm_loading.start()
+        ).start()
         try:
             # process-wide; set on the engine thread too, which keeps it for its own ops
             torch.set_num_threads(self.threads)
@@ -199,11 +196,6 @@ class InferenceWorker:
             if self.engine is not None:
                 await asyncio.to_thread(self.engine.stop_terrain)
             self._runner.close()
-            # A process that exits while llama.cpp loads (and times) the models aborts: its log
-            # lines call into an interpreter being torn down (SIGTERM'd workers died of SIGABRT).
-            # A crash (``abandon``) waits for nothing.
-            if not self._abandoned:
-                await asyncio.to_thread(self._lm_loading.join, LM_LOAD_WAIT_S)
             self._running = False
             self._stopped.set()
 
@@ -233,7 +225,7 @@ class InferenceWorker:
 
     async def abandon(self) -> None:
         """Stop without a word to placement, as a crashed process would (failover tests)."""
-        self._stop_requested = self._abandoned = True
+        self._stop_requested = True
         self._stopping.set()
         await self._stopped.wait()
 

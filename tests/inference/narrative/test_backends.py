@@ -82,11 +82,14 @@ def test_the_weights_setting_is_read_and_an_explicit_choice_stands():
 
 
 @pytest.mark.parametrize("faster", [("bf16", True), ("q8", False)])
-def test_an_auto_load_runs_the_way_whose_step_is_shortest_on_this_cpu(monkeypatch, faster):
+def test_an_auto_load_runs_the_way_whose_step_is_shortest_on_this_cpu(
+    monkeypatch, tmp_path, faster
+):
     import llama_cpp
 
-    from inference.narrative import decoding
+    from inference.narrative import backends, decoding
 
+    monkeypatch.setattr(backends, "STEP_CHOICES", tmp_path / "step_choices.json")
     timed = []
 
     def step_time(weights, *, flash_attention, **_):  # this CPU's figures, as the test orders
@@ -106,10 +109,23 @@ def test_an_auto_load_runs_the_way_whose_step_is_shortest_on_this_cpu(monkeypatc
         assert "Friday" in "".join(lm.complete("Monday, Tuesday, Wednesday, Thursday,", SHORT))
     finally:
         lm.decoder.close()
+    # remembered for this CPU: the next load times nothing and runs the same way
+    timed.clear()
+    again = EmbeddedLM("smollm2", weights="auto")
+    try:
+        again.load()
+        assert timed == [] and (again.encoding, again.flash_attention) == (
+            lm.encoding,
+            lm.flash_attention,
+        )
+    finally:
+        again.decoder.close()
 
 
-def test_weights_whose_step_cannot_be_timed_still_run_in_the_first_way(monkeypatch):
-    from inference.narrative import decoding
+def test_weights_whose_step_cannot_be_timed_still_run_in_the_first_way(monkeypatch, tmp_path):
+    from inference.narrative import backends, decoding
+
+    monkeypatch.setattr(backends, "STEP_CHOICES", tmp_path / "step_choices.json")
 
     def step_time(weights, **_):
         raise LMError("llama_decode failed while timing a step")
