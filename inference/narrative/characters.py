@@ -368,11 +368,12 @@ def spoken(character: engine.Character) -> list[str]:
 
 def fresh(sentence: str, said: list[str], character: engine.Character) -> bool:
     """A sentence that repeats none of `said` five words running, gives the speaker no other
-    name than the character's and does not disown its persona."""
+    name than the character's, does not disown its persona nor call it a machine."""
     return not (
         wording.echoes(sentence, said)
         or wording.other_name(sentence, character.name)
         or wording.disowns(sentence, character.persona)
+        or wording.calls_itself_a_machine(sentence, character.persona)
     )
 
 

@@ -140,6 +140,27 @@ def disowns(text: str, persona: str) -> bool:
     return any(m.group(1).lower() in card for m in _DISOWNED.finditer(text) if len(m.group(1)) > 3)
 
 
+# "I'm Mira, friend, as real as this place. I'm a robot, and you can't touch me.": asked "are
+# you a robot?", SmolLM2 went on to say yes after the begun reply (December 6).
+_MACHINE_WORDS = ("robot", "bot", "machine", "computer", "android", "automaton", "cyborg")
+_MACHINE_SELF = re.compile(
+    r"\b(?:i'm|i am|im)\s+(?!not\b|no\b|never\b)"
+    r"(?:just |only |really |actually |simply |merely )?(?:an? )?(?:[\w'-]+ )?("
+    + "|".join(_MACHINE_WORDS)
+    + r")s?\b(?!\s*[\w'-]*(?:er|or|ist|man)\b)",
+    re.I,
+)
+_MACHINE_PERSONA = re.compile(
+    r"\b(" + "|".join(_MACHINE_WORDS) + r"|mechanical|clockwork|golem|construct)s?\b", re.I
+)
+
+
+def calls_itself_a_machine(text: str, persona: str) -> bool:
+    """Whether the speaker says it is a robot, a machine or the like where its persona is not
+    one ("I'm a robot" from the cartographer; the clockwork owl may say so)."""
+    return bool(_MACHINE_SELF.search(text)) and not _MACHINE_PERSONA.search(persona)
+
+
 def _words(text: str) -> str:
     return " ".join(re.findall(r"[\w']+", text.lower()))
 

@@ -452,6 +452,19 @@ def test_sentences_repeating_an_earlier_reply_naming_another_or_disowning_are_dr
     assert answer.backend == GRAMMAR  # both writings copied a line: the grammar answers
 
 
+def test_a_character_asked_if_it_is_a_robot_never_goes_on_to_say_it_is():
+    # Mira, asked "are you a robot?", went on after her begun reply: "I'm a robot, and you
+    # can't touch me." (December 6)
+    lm = ScriptedChatLM("I'm a robot, and you can't touch me. The ferry leaves at dawn.")
+    partials = []
+    tom = engine.character_start(TOM)
+    answer = Narrator(None, lm).reply(tom, BEACH, "are you a robot?", 7, soon(),
+                                      on_partial=partials.append)  # fmt: skip
+    text = answer.reply.text
+    assert text.startswith("Hmph. I'm Old Tom") and text.endswith("The ferry leaves at dawn.")
+    assert "robot" not in text and not any("robot" in p for p in partials)
+
+
 def test_a_reply_is_one_sentence_while_the_model_is_busy_with_many_others():
     two = "The ferry is late again. Mind the reeds on the way down."
 

@@ -149,6 +149,23 @@ def test_a_speaker_disowning_its_persona():
     assert not wording.disowns("I'm not sure, a cartographer guesses.", persona)
 
 
+@pytest.mark.parametrize(
+    "text, persona, machine",
+    [
+        ("I'm a robot, and you can't touch me.", "A cheerful cartographer.", True),
+        ("I am just a simple machine.", "A gruff marsh ferryman.", True),
+        ("Heh. I'm a bot, what else?", "A sly fox spirit.", True),
+        ("I'm not a robot, dear.", "A cheerful cartographer.", False),  # denying is fine
+        ("I'm no machine.", "A gruff marsh ferryman.", False),
+        ("I'm a machine operator.", "A gruff marsh ferryman.", False),  # a trade, not a thing
+        ("The robot in the tower is broken.", "A cheerful cartographer.", False),
+        ("I'm a robot, and proud of it.", "A clockwork robot who keeps the library.", False),
+    ],
+)
+def test_a_speaker_calling_itself_a_machine(text, persona, machine):
+    assert wording.calls_itself_a_machine(text, persona) is machine
+
+
 def test_a_stale_partial_stops_the_stream(monkeypatch):
     from inference.narrative import characters
 
