@@ -13,6 +13,21 @@ def test_an_option_is_grounded_to_the_change_it_describes(label, expected):
     assert grounding.ground(label, grounding_world(expected)) == expected
 
 
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("Watch the sun rise", "dawn"),  # picked in a story, it brought dusk (December 6)
+        ("See a sun rise", "dawn"),
+        ("Greet the rising sun", "dawn"),
+        ("Watch the sun go down", "dusk"),
+        ("Watch the sun sink into the sea", "dusk"),
+        ("Wait for the sun to set", "dusk"),
+    ],
+)
+def test_the_way_the_sun_goes_decides_dawn_or_dusk(label, expected):
+    assert grounding.ground(label, CLEAR_DAY) == ("time", expected)
+
+
 def test_an_option_never_grounds_to_what_the_world_already_is():
     event, _ = grounding.ground_many(["Wait for the sunny sky"], CLEAR_DAY)[0]
     assert event != ("weather", "clear")
