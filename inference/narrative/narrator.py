@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 from inference.narrative import characters, engine, grounding, stories, wording
 from inference.narrative.backends import LanguageModel, NarrativeConfig, open_backends
@@ -88,7 +89,27 @@ class Narrator:
             log.warning("narrative warm-up: %s", exc)
 
     # --- stories ---------------------------------------------------------------------------
-    def offer(self, story: engine.Story, world: dict, seed: int, deadline: float) -> Answer:
+    def offer(self, story: engine.Story, world: dict, seed: int, deadline: float,
+              picked: engine.Option | None = None) -> Answer:  # fmt: skip
+        """The next pair. After a pick (`picked`, as ``engine.story_pick`` left the story), its
+        line too, written beside the pair: the pair from the story with the grammar's line for
+        the pick (the pick and its event, what the model's line tells too) while the model
+        writes its own, the one kept. One after the other, the player waited for both: the next
+        pair came ~3 s after a pick, one session alone."""
+        if picked is None or picked.narration:  # a grammar beat told itself at the pick
+            return self._pair(story, world, seed, deadline)
+        told = _ASIDE.submit(self.narrate, story, picked, world, deadline)
+        line = stories.grammar_narration(picked, world)
+        offered = self._pair(
+            engine.story_narrated(story, line, picked.label), world, seed, deadline
+        )
+        narrated = told.result().state
+        state = replace(
+            offered.state, lines=narrated.lines, summary=narrated.summary, chosen=narrated.chosen
+        )
+        return Answer(state, offered.backend)
+
+    def _pair(self, story: engine.Story, world: dict, seed: int, deadline: float) -> Answer:
         lm = self._usable(self.story_lm, deadline)
         if lm is not None:
             try:
@@ -177,3 +198,8 @@ class Narrator:
         if count >= FAILURES_TO_PAUSE:
             self._paused_until[lm.name] = time.monotonic() + PAUSE_S
             self._failures[lm.name] = 0
+
+
+# A pick's narration runs beside its pair (``Narrator.offer``): one thread each for
+# as many story steps as run at once; the models batch both (``decoding.py``).
+_ASIDE = ThreadPoolExecutor(max_workers=8, thread_name_prefix="narrate-aside")

@@ -58,7 +58,6 @@ AUDIENCE_TALLY_EVERY_S = 0.5
 MAX_SAYS_QUEUED = 3  # player lines waiting for the character's answer; more get an error
 # Deadlines per generation request (queue wait included): past them the grammar answers.
 OFFER_TIMEOUT_S = 6.0
-NARRATE_TIMEOUT_S = 4.0
 REPLY_TIMEOUT_S = 5.0
 VOTE_WINDOW_S = 15.0  # a shared story's vote closes this long after its first vote
 
@@ -711,26 +710,18 @@ class InferenceWorker:
         """A pick: its event changes the world, a line narrates it, the next pair is offered."""
         async with self._narrating.setdefault(session.session_id, asyncio.Lock()):
             try:
-                world = await self._world_change(session, picked.event_text)
-                story = session.narrative
-                answer = await self._generate(
-                    session,
-                    lambda deadline: self.narrator.narrate(story, picked, world, deadline),
-                    NARRATE_TIMEOUT_S,
-                )
-                if self.sessions.get(session.session_id) is not session:
-                    return
-                session.narrative = answer.state
-                await self._offer(session)
+                await self._offer(session, picked)
             except Exception:
                 log.exception("worker %s: story step of %s failed", self.name, session.session_id)
 
-    async def _offer(self, session: LiveSession) -> None:
-        world = await self._world_change(session, None)
+    async def _offer(self, session: LiveSession, picked: narrative.Option | None = None) -> None:
+        """The next pair; after a pick (`picked`), its event applied first and its line written
+        beside the pair (``Narrator.offer``)."""
+        world = await self._world_change(session, picked.event_text if picked else None)
         story, seed = session.narrative, session.seed
         answer = await self._generate(
             session,
-            lambda deadline: self.narrator.offer(story, world, seed, deadline),
+            lambda deadline: self.narrator.offer(story, world, seed, deadline, picked),
             OFFER_TIMEOUT_S,
         )
         if self.sessions.get(session.session_id) is not session:

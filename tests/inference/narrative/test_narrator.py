@@ -2,6 +2,7 @@
 openai backend against a real llama_cpp.server, and the grammar whenever a model cannot answer."""
 
 import re
+import threading
 import time
 import uuid
 from dataclasses import replace
@@ -109,6 +110,35 @@ class ScriptedLM:
 
     def chat(self, messages, sampling, prefill=""):
         yield ""
+
+
+def test_a_picks_line_is_written_beside_the_next_pair_and_is_the_one_kept():
+    # One after the other, a player waited ~3 s after a pick for its line and then the pair.
+    pair_began = threading.Event()
+
+    class BesideLM(ScriptedLM):
+        def complete(self, prompt, sampling):
+            if prompt.startswith(stories.NARRATION_PREFIX):
+                self.waited = pair_began.wait(timeout=10)  # in turn, the pair never began
+                yield " A deer steps out of the fog to watch you."
+            else:
+                self.pair_prompt = prompt
+                pair_began.set()
+                yield from super().complete(prompt, sampling)
+
+    story = engine.story_start(OPENING, BEACH)
+    picked = engine.Option("lm:creature:deer", "Walk up the dunes", "", ("creature", "deer"))
+    story = replace(story, options=(picked, picked), index=1)
+    story, picked = engine.story_pick(story, "c1", 0)
+    world = engine.apply_to_description(BEACH, picked.event)
+    lm = BesideLM()
+    answer = Narrator(lm, None).offer(story, world, 5, soon(), picked)
+    assert lm.waited
+    # the pair was written after the grammar's line for the pick; the model's line is kept
+    assert "You walk up the dunes, and a deer appears" in lm.pair_prompt
+    assert answer.state.lines[-1] == "A deer steps out of the fog to watch you."
+    assert answer.state.chosen[-1] == "Walk up the dunes"
+    assert answer.state.choice_id == "c2" and len(answer.state.options) == 2
 
 
 def test_a_narration_that_tells_of_another_change_or_an_absent_creature_is_not_kept():
