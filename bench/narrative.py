@@ -8,27 +8,31 @@ frame rate of 8 live players while they chat both ways beside the same without c
 Every generated line (each partial of a reply too) passes moderation's play screening, as in
 the worker (``--no-screen``: none, as the bench did before December 2).
 
-Part 1 drives the narrator through the worker's own generation runner (``NARRATIVE_LM_CONCURRENCY``
-jobs at once, never two of a session), each session asking for its next pair (or reply) as soon
-as the last one came back; for replies also the time to the model's first piece. Characters
-keep their whole memory, as the worker keeps it; each one's first reply (its card read cold,
-every session at once) is timed apart, before the window. Then the paced run: replies at the
-largest session count, each session's next line an exponential gap of mean ``PACE_S`` (6 s:
-reading the reply, typing the next line) after its reply came, for ``PACED_LONGER`` times the
-window. Per cell, what the embedded model's decode loop did (``DecoderWatch``): prompt tokens
-per request reused from its sequence and evaluated, long reads, tokens generated, tokens/s.
-Last, one long talk alone (``long_talk``: 40 exchanges, the world changing every 5): what the
-model read per turn, the memory's folds, the reply time.
-Part 2 runs a real InferenceWorker in this process (in-memory channel layer and placement,
-the shipped world model) with 8 character sessions, each player holding a key: N seconds
-without chat, N seconds in which every player says a line, waits for the whole reply and says
-the next, 2N seconds in which each says its next line a paced gap after the reply, then N
-seconds without chat again; per player the frame rate of each window and the replies, with the
-first partial line and the whole reply p50/p99 of each chat window and the decode loop's
-account. The tables are printed before the worker is stopped. If the worker's run() ends mid-run
-the bench exits with its exception instead of waiting; a stop that hangs is reported and cut
-short; a stage that makes no progress within its bound (``Watchdog``) prints every thread's
-stack and every asyncio task's, and the bench exits with status 3.
+Part 1 first times a pick alone (``pick_waits``): its line and next pair written one after the
+other, as the worker did before December 6, beside the same with the line written beside the
+pair (``Narrator.offer`` with the pick). Then it drives the narrator through the worker's own
+generation runner (``NARRATIVE_LM_CONCURRENCY`` jobs at once, never two of a session), each
+session asking for its next pair (after picking the first option: the pick's line too, as the
+worker asks) or reply as soon as the last one came back; for replies also the time to the
+model's first piece. Characters keep their whole memory, as the worker keeps it; each one's
+first reply (its card read cold, every session at once) is timed apart, before the window. Then
+the paced run: replies at the largest session count, each session's next line an exponential gap
+of mean ``PACE_S`` (6 s: reading the reply, typing the next line) after its reply came, for
+``PACED_LONGER`` times the window. Per cell, what the embedded model's decode loop did
+(``DecoderWatch``): prompt tokens per request reused from its sequence and evaluated, long
+reads, tokens generated, tokens/s. Last, one long talk alone (``long_talk``: 40 exchanges, the
+world changing every 5): what the model read per turn, the memory's folds, the reply time.
+
+Part 2 runs a real InferenceWorker in this process (in-memory channel layer and placement, the
+shipped world model) with 8 character sessions, each player holding a key: N seconds without
+chat, N seconds in which every player says a line, waits for the whole reply and says the next,
+2N seconds in which each says its next line a paced gap after the reply, then N seconds without
+chat again; per player the frame rate of each window and the replies, with the first partial
+line and the whole reply p50/p99 of each chat window and the decode loop's account. The tables
+are printed before the worker is stopped. If the worker's run() ends mid-run the bench exits
+with its exception instead of waiting; a stop that hangs is reported and cut short; a stage that
+makes no progress within its bound (``Watchdog``) prints every thread's stack and every asyncio
+task's, and the bench exits with status 3.
 
 Part 1 prints markdown tables, part 2 one per player (as bench/play.py does). Medians and p99s
 only: nothing here is asserted. Not part of the test suite.
@@ -175,9 +179,9 @@ def throughput(
     for i in range(sessions):
         opening, world = STORIES[i % len(STORIES)]
         if kind == "pairs":
-            states[i] = (engine.story_start(opening, world), world)
+            states[i] = (engine.story_start(opening, world), world, None)
         else:
-            states[i] = (engine.character_start(PERSONAS[i % len(PERSONAS)]), world)
+            states[i] = (engine.character_start(PERSONAS[i % len(PERSONAS)]), world, None)
     in_flight = {}
     due: dict[int, tuple[float, int]] = {}  # session -> (when it asks next, its turn)
 
@@ -190,9 +194,9 @@ def throughput(
         return answer, timer.first() if timer is not None else None
 
     def submit(i: int, turn: int):
-        state, world = states[i]
-        if kind == "pairs":
-            job = lambda d, s=state, w=world: (narrator.offer(s, w, turn, d), None)  # noqa: E731
+        state, world, picked = states[i]
+        if kind == "pairs":  # after a pick, its line too, as the worker asks (``Narrator.offer``)
+            job = lambda d, s=state, w=world: (narrator.offer(s, w, turn, d, picked), None)  # noqa: E731
         else:
             line = ORDINARY[turn % len(ORDINARY)]
             job = lambda d, s=state, w=world: reply(s, w, line, turn, d)  # noqa: E731
@@ -208,7 +212,7 @@ def throughput(
         for i, (future, started, _) in list(in_flight.items()):
             answer, _ = future.result()
             cold.append(time.monotonic() - started)
-            states[i] = (answer.state, states[i][1])
+            states[i] = (answer.state, states[i][1], None)
         in_flight.clear()
     watch = DecoderWatch(narrator.story_lm if kind == "pairs" else narrator.chat_lm)
     end = time.monotonic() + seconds
@@ -238,10 +242,11 @@ def throughput(
                 firsts.append(first - started)
             done_jobs += 1
             grammar += answer.backend == "grammar"
-            state = answer.state
-            if kind == "pairs":  # pick the first option and go on
-                state, _ = engine.story_pick(state, state.choice_id, 0)
-            states[i] = (state, states[i][1])
+            state, world, picked = answer.state, states[i][1], None
+            if kind == "pairs":  # pick the first option, apply it and go on
+                state, picked = engine.story_pick(state, state.choice_id, 0)
+                world = engine.apply_to_description(world, picked.event)
+            states[i] = (state, world, picked)
             next_at = time.monotonic() + gap()
             if next_at < end:
                 due[i] = (next_at, turn + 1)
@@ -279,7 +284,40 @@ def first_replies(narrator: Narrator, rounds: int = 2) -> dict[str, list[float]]
     return out
 
 
+def pick_waits(narrator: Narrator, rounds: int = 2) -> dict[str, list[float]]:
+    """One session alone, the wait from a pick to its line and the next pair: the line written
+    and then the pair (``narrate``, then ``offer``: the worker before December 6) or the line
+    beside the pair (``offer`` with the pick), each from the same pick, in turns."""
+    out: dict[str, list[float]] = {"in turn": [], "beside": []}
+    for k in range(rounds):
+        for i, (opening, world) in enumerate(STORIES):
+            story = narrator.offer(engine.story_start(opening, world), world, k, _soon()).state
+            story, picked = engine.story_pick(story, story.choice_id, (i + k) % 2)
+            after = engine.apply_to_description(world, picked.event)
+            for mode in ("in turn", "beside") if (i + k) % 2 else ("beside", "in turn"):
+                started = time.monotonic()
+                if mode == "beside":
+                    narrator.offer(story, after, k + 1, _soon(), picked)
+                else:
+                    told = narrator.narrate(story, picked, after, _soon()).state
+                    narrator.offer(told, after, k + 1, _soon())
+                out[mode].append(time.monotonic() - started)
+    return out
+
+
+def _soon() -> float:
+    return time.monotonic() + 30.0
+
+
 def print_throughput(narrator: Narrator, seconds: float, sessions: tuple[int, ...]) -> None:
+    if narrator.story_lm is not None:
+        waits = pick_waits(narrator)
+        turn, beside = (percentile(waits[m], 0.5) for m in ("in turn", "beside"))
+        print("\n| a pick's line and next pair, alone | line, then pair p50 | line beside the "
+              "pair p50 | ratio | picks |")  # fmt: skip
+        print("| --- | --- | --- | --- | --- |")
+        print(f"| {narrator.story_lm.name} | {turn:.2f} s | {beside:.2f} s | "
+              f"{beside / turn:.2f} | {len(waits['beside'])} each |")  # fmt: skip
     if narrator.chat_lm is not None:
         first = first_replies(narrator)
         print("\n| a session's first reply, alone | card read in the reply p50 | card read ahead "
@@ -290,9 +328,10 @@ def print_throughput(narrator: Narrator, seconds: float, sessions: tuple[int, ..
     print(f"\nrunner: {narrator.concurrency} job(s) at once; flood: each session asks again as "
           f"soon as its answer comes; paced: replies only, {max(sessions)} sessions, each "
           f"asking an exponential gap of mean {PACE_S:g} s after its reply came")  # fmt: skip
-    print("\n| sessions | pairs/s | pair p50 | pair p99 | grammar | replies/s | reply 1st piece "
-          "p50 | reply 1st piece p99 | reply p50 | reply p99 | grammar | first replies p50 (cards "
-          "read cold, all at once, before the window) |")  # fmt: skip
+    print("\n| sessions | pairs/s (each with its pick's line) | pair p50 | pair p99 | grammar "
+          "| replies/s | reply 1st piece p50 | reply 1st piece p99 | reply p50 | reply p99 "
+          "| grammar | first replies p50 (cards read cold, all at once, before the window) "
+          "|")  # fmt: skip
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     loops = []
 

@@ -53,6 +53,7 @@ PENALTY_LAST_N = 64
 # copy dropped afterwards cost a second writing (``characters.fresh``).
 AVOID_RUN = 4
 MIN_SHARED = 16  # fewer shared tokens than this and a request takes the least recently used slot
+COPY_MIN = 48  # another sequence holds this many more of a prompt: its cells are copied over
 # At most this many tokens in one step: newcomers' prompts go in chunks. With a KV stream per
 # sequence llama.cpp runs a step as one pass over the weights per run length (the decoding
 # sequences' one token each, then the prompt chunks), and a pass costs about 25-37 ms before its
@@ -368,6 +369,7 @@ class BatchDecoder:
         self._clock = itertools.count(1)
         self.evaluated = 0  # prompt tokens evaluated, all requests together
         self.reused = 0  # prompt tokens found in a slot's cache instead
+        self.copied = 0  # of those, copied from another slot's cells (``_copy_prefix``)
         self.generated = 0  # tokens sampled, all requests together
         self.steps = 0
         self.step_s = 0.0  # time spent in llama_decode and sampling, all steps together
@@ -506,6 +508,7 @@ class BatchDecoder:
         # A prompt all in the cache still has its last token evaluated: the first sample needs
         # its logits.
         keep = min(_common_prefix(slot.tokens, tokens), len(tokens) - 1)
+        keep = self._copy_prefix(slot, tokens, keep)
         memory, seq = self._memory, slot.seq_id
         if keep < len(slot.tokens) and not self._llama.llama_memory_seq_rm(memory, seq, keep, -1):
             keep = 0
@@ -533,6 +536,23 @@ class BatchDecoder:
         )  # fmt: skip
         self.evaluated += len(request.pending)
         self.reused += keep
+
+    def _copy_prefix(self, slot: Slot, tokens: list[int], keep: int) -> int:
+        """Where another sequence holds COPY_MIN tokens more of the prompt than `slot` (every
+        story prompt opens with the same examples, and with more prompts than sequences a slot
+        rarely holds its own), its cells are copied onto `slot` (llama.cpp copies the stream at
+        the next decode: a few ms) instead of read again (~4-6 ms a token); `slot.tokens` then
+        are the other's, to be cut at the prefix. -> the tokens of the prompt `slot` holds."""
+        others = [s for s in self.slots if s is not slot]
+        donor = max(others, key=lambda s: _common_prefix(s.tokens, tokens), default=None)
+        most = min(_common_prefix(donor.tokens, tokens), len(tokens) - 1) if donor else 0
+        if donor is None or most < keep + COPY_MIN:
+            return keep
+        self._llama.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)
+        self._llama.llama_memory_seq_cp(self._memory, donor.seq_id, slot.seq_id, -1, -1)
+        slot.tokens = list(donor.tokens)
+        self.copied += most
+        return most
 
     def _choose(self, tokens: list[int]) -> Slot:
         """The free slot whose cells this prompt goes on from (it shares at least MIN_SHARED

@@ -157,6 +157,34 @@ def test_a_second_turn_evaluates_only_what_is_new_even_after_other_prompts(smoll
     assert stats.prefill_s > 0 and stats.decode_s >= 0 and stats.waited_s >= 0
 
 
+def test_a_prompt_another_sequence_holds_most_of_is_copied_from_it_not_read_again(gemma):
+    # Every story prompt opens with the same examples; with more prompts than sequences, a
+    # prompt rarely finds its own, and at 8 sessions each read ~140 of its ~240 tokens again.
+    decoder = gemma.decoder
+    examples = "".join(
+        f"Example {i}: the ferry crosses the grey river at dawn.\n" for i in range(8)
+    )
+    days = examples + "Monday, Tuesday, Wednesday, Thursday,"
+    assert "Friday" in "".join(gemma.complete(days, GREEDY))
+    holder = gemma.decoder.finished[-1].seq_id
+    copied = decoder.copied
+    # The sequence holding the examples stays busy while the other prompt comes.
+    busy = threading.Thread(
+        target=lambda: "".join(gemma.complete(days + " Friday,", replace(GREEDY, max_tokens=64)))
+    )
+    busy.start()
+    deadline = time.monotonic() + 30
+    while decoder.slots[holder].request is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    months = examples + "January, February, March, April,"
+    assert "May" in "".join(gemma.complete(months, GREEDY))  # as when read whole
+    busy.join(60)
+    stats = next(s for s in reversed(decoder.finished) if s.seq_id != holder)
+    shared = len(gemma.decoder._model.tokenize(examples.encode(), True, True))
+    assert stats.reused >= shared - 2 and stats.evaluated < 16
+    assert decoder.copied - copied == stats.reused
+
+
 def test_two_prompts_with_a_card_in_common_keep_a_sequence_each(smollm2):
     decoder = smollm2.decoder
     card = "You are Marigold, the cheerful village baker, who loves cinnamon and gossip. "
