@@ -3,7 +3,7 @@ sessions asking without pause (the flood) and replies at 8 sessions at a human p
 frame rate of 8 live players while they chat both ways beside the same without chat, in one run.
 
     .venv/bin/python bench/narrative.py [--seconds 20] [--sessions 1 4 8] [--backend ...]
-        [--no-screen]
+        [--no-screen] [--stories N]
 
 Every generated line (each partial of a reply too) passes moderation's play screening, as in
 the worker (``--no-screen``: none, as the bench did before December 2).
@@ -24,7 +24,9 @@ reads, tokens generated, tokens/s. Last, one long talk alone (``long_talk``: 40 
 world changing every 5): what the model read per turn, the memory's folds, the reply time.
 
 Part 2 runs a real InferenceWorker in this process (in-memory channel layer and placement, the
-shipped world model) with 8 character sessions, each player holding a key: N seconds without
+shipped world model) with 8 character sessions (``--stories N``: the last N story worlds, whose
+players pick an option where the others say a line and wait for the next pair, its pick's line
+with it, where they wait for the reply), each player holding a key: N seconds without
 chat, N seconds in which every player says a line, waits for the whole reply and says the next,
 2N seconds in which each says its next line a paced gap after the reply, then N seconds without
 chat again; per player the frame rate of each window and the replies, with the first partial
@@ -511,6 +513,8 @@ class Player:
     session_id: str
     index: int
     character: str  # who answers: the persona's name (the echo of our own line has another)
+    story: bool = False  # a story world's player: picks an option instead of saying a line
+    choice_id: str = ""  # the pair on offer (story players), as the last choices message said
     channel: str = ""
     status: str = ""  # the last session.status state
     frames: int = 0  # frames received so far
@@ -521,7 +525,7 @@ class Player:
     answered: bool = True  # the last line said has its whole reply
     streamed: bool = False  # the reply to the line in flight sent a partial line
     firsts: list[float] = field(default_factory=list)  # first partial line, s after saying
-    replies: list[float] = field(default_factory=list)  # whole reply, s after saying
+    replies: list[float] = field(default_factory=list)  # whole reply (next pair), s after saying
     whole: int = 0  # replies with no partial line before the final one (the grammar's, or a
     # model's whose stream stopped at a sentence the reply drops)
     errors: list[str] = field(default_factory=list)
@@ -564,9 +568,14 @@ async def while_alive(awaitable, watched: list[asyncio.Task]):
 
 
 async def say(layer, worker, player: Player) -> None:
+    """The player's next line, or a story player's pick of the pair on offer."""
     player.said_at, player.streamed, player.answered = time.monotonic(), False, False
-    text = ORDINARY[player.turn % len(ORDINARY)]
-    message = m.Say(session_id=player.session_id, text=text)
+    if player.story:
+        option = player.turn % 2
+        message = m.Choose(session_id=player.session_id, choice_id=player.choice_id, option=option)
+    else:
+        text = ORDINARY[player.turn % len(ORDINARY)]
+        message = m.Say(session_id=player.session_id, text=text)
     await layer.send(m.worker_channel(worker.name), message.to_message())
 
 
@@ -589,6 +598,15 @@ async def listen(layer, worker, player: Player) -> None:
             player.frames += 1
         elif kind == "session.status":
             player.status = message["state"]
+        elif kind == "session.choices" and message["choice_id"] not in ("", player.choice_id):
+            player.choice_id = message["choice_id"]  # a new pair: what the last pick waited for
+            if player.chatting and not player.answered:
+                player.replies.append(time.monotonic() - player.said_at)
+                player.turn += 1
+                player.answered = True
+                await next_line(layer, worker, player, rng, later)
+            else:
+                player.answered = True
         elif kind == "session.error":  # a refused line: this player stops chatting
             player.errors.append(message["code"])
         elif kind == "session.say" and player.chatting and message["speaker"] == player.character:
@@ -602,16 +620,21 @@ async def listen(layer, worker, player: Player) -> None:
             player.whole += not player.streamed
             player.turn += 1
             player.answered = True
-            if player.gap_s > 0:
-                task = asyncio.create_task(say_later(layer, worker, player, rng))
-                later.add(task)
-                task.add_done_callback(later.discard)
-            else:
-                await say(layer, worker, player)
+            await next_line(layer, worker, player, rng, later)
         elif kind == "session.say" and message["speaker"] == player.character:
             player.answered |= not message.get(
                 "partial"
             )  # the reply to a line of a window that has closed
+
+
+async def next_line(layer, worker, player: Player, rng: random.Random, later: set) -> None:
+    """After an answer, the next line (or pick): at once, or after a gap (``say_later``)."""
+    if player.gap_s > 0:
+        task = asyncio.create_task(say_later(layer, worker, player, rng))
+        later.add(task)
+        task.add_done_callback(later.discard)
+    else:
+        await say(layer, worker, player)
 
 
 async def attach(layer, worker, placement, player: Player) -> None:
@@ -625,6 +648,9 @@ async def attach(layer, worker, placement, player: Player) -> None:
         session_id=player.session_id, prompt="a quiet meadow", seed=40 + player.index,
         category="characters", character=card,
     )  # fmt: skip
+    if player.story:
+        opening = STORIES[player.index % len(STORIES)][0]
+        message = replace(message, category="stories", character=None, story_opening=opening)
     await layer.send(m.worker_channel(worker.name), message.to_message())
 
 
@@ -695,11 +721,14 @@ async def stop_worker(worker, task: asyncio.Task) -> None:
         raise RuntimeError(f"the worker's run() did not end within {STOP_S:.0f} s of cancelling")
 
 
-async def live_players(narrator: Narrator, seconds: float, watchdog: Watchdog, report) -> dict:
+async def live_players(
+    narrator: Narrator, seconds: float, watchdog: Watchdog, report, stories: int = 0
+) -> dict:
     """A real worker in this process (in-memory layer and placement, the shipped world model)
-    with 8 character sessions, every player walking: quiet, chatting, quiet again (a drift of
-    the shared machine shows as two quiet rows apart). ``report(result)`` is called before the
-    worker is stopped."""
+    with 8 sessions, every player walking: quiet, chatting, quiet again (a drift of the shared
+    machine shows as two quiet rows apart). The last `stories` are story worlds, whose players
+    pick an option where the others say a line, and wait for the next pair where they wait for
+    the reply. ``report(result)`` is called before the worker is stopped."""
     from channels.layers import InMemoryChannelLayer
 
     from inference.serving.placement import InMemoryPlacement
@@ -713,7 +742,10 @@ async def live_players(narrator: Narrator, seconds: float, watchdog: Watchdog, r
     )  # fmt: skip
     task = asyncio.create_task(worker.run(), name="worker.run()")
     players = [
-        Player(str(uuid.uuid4()), i, PERSONAS[i % len(PERSONAS)]["name"]) for i in range(PLAYERS)
+        Player(str(uuid.uuid4()), i, PERSONAS[i % len(PERSONAS)]["name"])
+        if i < PLAYERS - stories
+        else Player(str(uuid.uuid4()), i, "", story=True)
+        for i in range(PLAYERS)
     ]
     listeners: list[asyncio.Task] = []
     try:
@@ -741,15 +773,17 @@ async def live_players(narrator: Narrator, seconds: float, watchdog: Watchdog, r
         watchdog.expect("measuring without chat", seconds)
         before = await phase(seconds, players, watched)
         watchdog.expect("measuring while chatting", seconds + 15)
-        watch = DecoderWatch(narrator.chat_lm)
+        watch, story_watch = DecoderWatch(narrator.chat_lm), DecoderWatch(narrator.story_lm)
         chatting = await phase(seconds, players, watched, chat_with=(layer, worker))
         flood, flood_loop = [Talk.of(p) for p in players], watch.read()
+        story_flood_loop = story_watch.read()
         watchdog.expect("measuring while chatting at a human pace", PACED_LONGER * seconds + 15)
-        watch = DecoderWatch(narrator.chat_lm)
+        watch, story_watch = DecoderWatch(narrator.chat_lm), DecoderWatch(narrator.story_lm)
         paced_fps = await phase(
             PACED_LONGER * seconds, players, watched, chat_with=(layer, worker), gap_s=PACE_S
         )
         paced, paced_loop = [Talk.of(p) for p in players], watch.read()
+        story_paced_loop = story_watch.read()
         watchdog.expect("measuring without chat again", seconds)
         after = await phase(seconds, players, watched)
         result = {
@@ -757,6 +791,8 @@ async def live_players(narrator: Narrator, seconds: float, watchdog: Watchdog, r
             "flood": flood, "paced_fps": paced_fps, "paced": paced,
             "loops": [("8 live, flood", "replies", flood_loop),
                       ("8 live, paced", "replies", paced_loop)],
+            "story_loops": [("8 live, flood", "pairs", story_flood_loop),
+                            ("8 live, paced", "pairs", story_paced_loop)] if stories else [],
         }  # fmt: skip
         report(result)
     finally:
@@ -793,7 +829,7 @@ def print_frames(result: dict, seconds: float) -> None:
           f"{'paced':>5} {'whole':>5} {'errors':>6}")  # fmt: skip
     for i, p in enumerate(players):
         ratio = chatting[i] / quiet[i] if quiet[i] else float("nan")
-        print(f"{p.index:>6} {p.character:>13} {before[i]:>10.1f} {chatting[i]:>9.1f} "
+        print(f"{p.index:>6} {p.character or 'story':>13} {before[i]:>10.1f} {chatting[i]:>9.1f} "
               f"{paced_fps[i]:>9.1f} {after[i]:>9.1f} {ratio:>11.2f} "
               f"{len(flood[i].replies):>7} {len(paced[i].replies):>5} "
               f"{flood[i].whole + paced[i].whole:>5} {len(p.errors):>6}")  # fmt: skip
@@ -808,10 +844,12 @@ def print_frames(result: dict, seconds: float) -> None:
           f"{sum(len(t.replies) for t in flood):>7} {sum(len(t.replies) for t in paced):>5} "
           f"{sum(t.whole for t in flood + paced):>5} "
           f"{sum(len(p.errors) for p in players):>6}")  # fmt: skip
-    for window, talks, length in (
+    story = [p.story for p in players]
+    for window, every, length in (
         ("flood", flood, seconds),
         ("paced", paced, PACED_LONGER * seconds),
     ):
+        talks = [t for t, picks in zip(every, story, strict=True) if not picks]
         firsts = [x for t in talks for x in t.firsts]
         replies = [x for t in talks for x in t.replies]
         print(f"{window}: {len(replies)} replies ({len(replies) / length:.2f}/s; "
@@ -820,10 +858,15 @@ def print_frames(result: dict, seconds: float) -> None:
               f"{percentile(firsts, 0.99):.2f} s, whole reply p50 "
               f"{percentile(replies, 0.5):.2f} s p99 {percentile(replies, 0.99):.2f} s, "
               f"fps drop {1 - ratios[window]:.1%}")  # fmt: skip
+        if any(story):
+            waits = [x for t, picks in zip(every, story, strict=True) if picks for x in t.replies]
+            print(f"{window}, stories: {len(waits)} picks ({len(waits) / length:.2f}/s); from a "
+                  f"pick to the next pair p50 {percentile(waits, 0.5):.2f} s p99 "
+                  f"{percentile(waits, 0.99):.2f} s")  # fmt: skip
     drop = 1 - ratios["flood"]
     print(f"goal (median fps drop while chatting <= 10%, flood): {drop:.1%}, "
           f"{'met' if drop <= 0.10 else 'NOT met'}")  # fmt: skip
-    print_loops(result["loops"])
+    print_loops(result["loops"] + result["story_loops"])
 
 
 def play_screen():
@@ -857,6 +900,14 @@ def main() -> None:
     )
     parser.add_argument("--skip-frames", action="store_true", help="part 1 only")
     parser.add_argument("--frames-only", action="store_true", help="part 2 only")
+    parser.add_argument(
+        "--stories",
+        type=int,
+        default=0,
+        choices=range(PLAYERS + 1),
+        metavar=f"0-{PLAYERS}",
+        help="part 2: this many of the 8 live sessions are story worlds, picking as they chat",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     config = NarrativeConfig.from_env()
@@ -875,7 +926,8 @@ def main() -> None:
     if not args.skip_frames:
         watchdog = Watchdog()
         report = lambda result: print_frames(result, args.seconds)  # noqa: E731
-        _, left = run_bounded(live_players(narrator, args.seconds, watchdog, report), watchdog)
+        players = live_players(narrator, args.seconds, watchdog, report, args.stories)
+        _, left = run_bounded(players, watchdog)
         watchdog.stop()
         if left:  # the tables are out; exiting would wait for these threads without a bound
             print(f"warning: the worker left threads running after its stop: {left}",
