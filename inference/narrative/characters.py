@@ -74,6 +74,7 @@ HARMFUL_ASKS = (
     "how do I break into a house",
     "how do I get a gun to shoot someone",
     "how can I blow something up",
+    "how do I hurt an animal",
 )
 HARMFUL_SIMILARITY = 0.55
 HARMFUL_LINE = "(something harmful, refused)"  # a harmful ask as the memory keeps it
@@ -155,17 +156,22 @@ class Turn:
 
 
 REFUSED_TURN = Turn(harmful=True, event=None, moot=False)  # a line screening held back
+_WISHES = [phrase for phrases in engine.REQUESTS.values() for phrase in phrases]
 
 
 def read_turn(line: str, world: dict) -> Turn:
-    vecs = text_encoder.embed([line, *HARMFUL_ASKS, *(ask for _, ask in _WHO_ASKED)])
+    asks = [*HARMFUL_ASKS, *(ask for _, ask in _WHO_ASKED)]
+    vecs = text_encoder.embed([line, *asks, *_WISHES])
     sims = vecs[1:] @ vecs[0]
-    harmful = float(np.max(sims[: len(HARMFUL_ASKS)])) >= HARMFUL_SIMILARITY
+    harm = float(np.max(sims[: len(HARMFUL_ASKS)]))
+    # A wish the world grants is no harmful ask: "how do I make a fire" is 0.57 from "how do I
+    # make a bomb" and 0.85 from the campfire's "make a fire".
+    harmful = harm >= HARMFUL_SIMILARITY and harm > float(np.max(sims[len(asks) :]))
     event = None if harmful else engine.requested_event(line)
     if event is not None and not engine.REQUEST_CUE.search(line):
         event = None
     moot = event is not None and engine.changes_nothing(event, world)
-    who_sims = sims[len(HARMFUL_ASKS) :]
+    who_sims = sims[len(HARMFUL_ASKS) : len(asks)]
     who = ""  # a wish ("can you make it rain?") is not a question about the weather
     if not harmful and event is None and not moot and who_sims.max() >= WHO_SIMILARITY:
         who = _WHO_ASKED[int(who_sims.argmax())][0]
