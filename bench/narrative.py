@@ -602,9 +602,7 @@ async def listen(layer, worker, player: Player) -> None:
             player.choice_id = message["choice_id"]  # a new pair: what the last pick waited for
             if player.chatting and not player.answered:
                 player.replies.append(time.monotonic() - player.said_at)
-                player.turn += 1
-                player.answered = True
-                await next_line(layer, worker, player, rng, later)
+                await answered(layer, worker, player, rng, later)
             else:
                 player.answered = True
         elif kind == "session.error":  # a refused line: this player stops chatting
@@ -618,17 +616,18 @@ async def listen(layer, worker, player: Player) -> None:
                 continue
             player.replies.append(took)
             player.whole += not player.streamed
-            player.turn += 1
-            player.answered = True
-            await next_line(layer, worker, player, rng, later)
+            await answered(layer, worker, player, rng, later)
         elif kind == "session.say" and message["speaker"] == player.character:
             player.answered |= not message.get(
                 "partial"
             )  # the reply to a line of a window that has closed
 
 
-async def next_line(layer, worker, player: Player, rng: random.Random, later: set) -> None:
-    """After an answer, the next line (or pick): at once, or after a gap (``say_later``)."""
+async def answered(layer, worker, player: Player, rng: random.Random, later: set) -> None:
+    """The answer to the player's line (or pick) came; its next one follows at once, or after
+    a gap (``say_later``)."""
+    player.turn += 1
+    player.answered = True
     if player.gap_s > 0:
         task = asyncio.create_task(say_later(layer, worker, player, rng))
         later.add(task)

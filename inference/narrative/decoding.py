@@ -504,11 +504,12 @@ class BatchDecoder:
         except Exception as exc:
             request.out.put(exc if isinstance(exc, LMError) else LMError(str(exc)))
             return
-        slot = self._choose(tokens)
+        shared = {s.seq_id: _common_prefix(s.tokens, tokens) for s in self.slots}
+        slot = self._choose(tokens, shared)
         # A prompt all in the cache still has its last token evaluated: the first sample needs
         # its logits.
-        keep = min(_common_prefix(slot.tokens, tokens), len(tokens) - 1)
-        keep = self._copy_prefix(slot, tokens, keep)
+        keep = min(shared[slot.seq_id], len(tokens) - 1)
+        keep = self._copy_prefix(slot, shared, keep, last=len(tokens) - 1)
         memory, seq = self._memory, slot.seq_id
         if keep < len(slot.tokens) and not self._llama.llama_memory_seq_rm(memory, seq, keep, -1):
             keep = 0
@@ -537,15 +538,16 @@ class BatchDecoder:
         self.evaluated += len(request.pending)
         self.reused += keep
 
-    def _copy_prefix(self, slot: Slot, tokens: list[int], keep: int) -> int:
+    def _copy_prefix(self, slot: Slot, shared: dict[int, int], keep: int, last: int) -> int:
         """Where another sequence holds COPY_MIN tokens more of the prompt than `slot` (every
         story prompt opens with the same examples, and with more prompts than sequences a slot
         rarely holds its own), its cells are copied onto `slot` (llama.cpp copies the stream at
         the next decode: a few ms) instead of read again (~4-6 ms a token); `slot.tokens` then
-        are the other's, to be cut at the prefix. -> the tokens of the prompt `slot` holds."""
+        are the other's, to be cut at the prefix. `shared`: each slot's tokens in common with
+        the prompt; `last`: the most a prompt may keep. -> the tokens of the prompt `slot` holds."""
         others = [s for s in self.slots if s is not slot]
-        donor = max(others, key=lambda s: _common_prefix(s.tokens, tokens), default=None)
-        most = min(_common_prefix(donor.tokens, tokens), len(tokens) - 1) if donor else 0
+        donor = max(others, key=lambda s: shared[s.seq_id], default=None)
+        most = min(shared[donor.seq_id], last) if donor else 0
         if donor is None or most < keep + COPY_MIN:
             return keep
         self._llama.llama_memory_seq_rm(self._memory, slot.seq_id, -1, -1)
@@ -554,15 +556,15 @@ class BatchDecoder:
         self.copied += most
         return most
 
-    def _choose(self, tokens: list[int]) -> Slot:
+    def _choose(self, tokens: list[int], shared: dict[int, int]) -> Slot:
         """The free slot whose cells this prompt goes on from (it shares at least MIN_SHARED
         tokens and half of what the slot holds), the one sharing most; else the slot of the
         conversation this prompt folds (``_folds``); else the least recently used. A slot
         holding most of another session's prompt is not taken for a few shared tokens (two
         players of one character, a card in common): each would then evict the other's cache
-        turn after turn while other slots stood empty."""
+        turn after turn while other slots stood empty. `shared`: each slot's tokens in common
+        with the prompt."""
         free = [slot for slot in self.slots if slot.request is None]
-        shared = {slot.seq_id: _common_prefix(slot.tokens, tokens) for slot in free}
         goes_on = [s for s in free if shared[s.seq_id] >= max(MIN_SHARED, (len(s.tokens) + 1) // 2)]
         if goes_on:
             return max(goes_on, key=lambda s: (shared[s.seq_id], -s.used_at))
