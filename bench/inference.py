@@ -42,11 +42,17 @@ PROMPTS = [
 KEYS = [frozenset(k) for k in ("d", "s", "a", "w", "sd", "wa")]
 
 
-def make_sessions(engine: WorldEngine, n: int) -> tuple[list[str], list[str]]:
+# open-vocabulary things in view of each player with --things (dragon flies, lighthouse lights)
+THINGS = "a dragon flies over a lighthouse beside a lantern"
+
+
+def make_sessions(engine: WorldEngine, n: int, things: int = 0) -> tuple[list[str], list[str]]:
     wids, pids = [], []
     for i in range(n):
         wids.append(engine.create_world(prompt=PROMPTS[i % len(PROMPTS)], seed=500 + i))
         pids.append(engine.add_player(wids[-1]))
+        for _ in range(things):
+            engine.apply_event(wids[-1], THINGS, near=pids[-1])
     return wids, pids
 
 
@@ -86,11 +92,13 @@ def alternate(engine, wids, pids, args) -> tuple:
     return b_fps, b_ms, s_fps, s_ms, ratio, engine.held_frames - held
 
 
-def walking(engine: WorldEngine, players: int, frames: int, thread: bool, fps: float) -> dict:
+def walking(
+    engine: WorldEngine, players: int, frames: int, thread: bool, fps: float, things: int = 0
+) -> dict:
     """Players walking straight into new land, one frame per step for all of them at ``fps``
     steps a second (as a worker answers held keys); ``thread``: the terrain thread grows the
     land ahead and steps make none. -> step ms p50/p99, chunks steps made, held share."""
-    wids, pids = make_sessions(engine, players)
+    wids, pids = make_sessions(engine, players, things)
     keys = {p: frozenset("d") for p in pids}
     if thread:
         engine.start_terrain()
@@ -125,12 +133,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sessions", default="1,2,4,8,16,32")
     parser.add_argument("--walk-frames", type=int, default=240, help="terrain-ahead table")
+    parser.add_argument(
+        "--things", type=int, default=0, help=f"times {THINGS!r} is said in each world"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     engine = WorldEngine.load()
     print(
         f"threads={args.threads} chunk={args.chunk} rounds={args.rounds} "
-        f"frame={engine.frame_size}x{engine.frame_size}"
+        f"frame={engine.frame_size}x{engine.frame_size} things said={args.things}"
     )
     print(
         "| sessions | batched fps | sequential fps | speed-up | batched step ms "
@@ -139,7 +150,7 @@ def main() -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for n in (int(s) for s in args.sessions.split(",")):
-        wids, pids = make_sessions(engine, n)
+        wids, pids = make_sessions(engine, n, args.things)
         run(engine, pids, args.chunk, 1, batched=True)  # warm-up
         # each pair of runs starts from the same snapshots, so both modes do the same work
         # (same walks, same terrain growth) and differ only in how the sessions are batched
@@ -181,7 +192,7 @@ def main() -> None:
     )
     print("| --- | --- | --- | --- | --- |")
     for thread in (False, True):
-        r = walking(engine, 8, args.walk_frames, thread, fps=24.0)
+        r = walking(engine, 8, args.walk_frames, thread, fps=24.0, things=args.things)
         label = "terrain thread" if thread else "terrain made in the step"
         share = 100 * r["held"] / max(1, r["moved"])
         print(

@@ -31,10 +31,17 @@ def _get_engine():
 
 def weights_digest() -> str:
     """Which weights render covers: the first 16 hex digits of the SHA-256 of the shipped world
-    model file (what `WorldEngine.load` reads), "" where there is none."""
+    model file (what `WorldEngine.load` reads), "" where there is none; with the open
+    vocabulary's weights and names, when shipped, digested into it (a new concept re-renders)."""
+    from inference.world.concepts import CONCEPTS_PATH
     from inference.world.engine import DEFAULT_WEIGHTS
+    from inference.world.sprites import WEIGHTS
 
-    return _digest(DEFAULT_WEIGHTS, *_stamp(DEFAULT_WEIGHTS))
+    world = _digest(DEFAULT_WEIGHTS, *_stamp(DEFAULT_WEIGHTS))
+    parts = [_digest(p, *_stamp(p)) for p in (WEIGHTS, CONCEPTS_PATH)]
+    if not world or not all(parts):
+        return world
+    return hashlib.sha256("".join([world, *parts]).encode()).hexdigest()[:16]
 
 
 def _stamp(path: Path) -> tuple[int, int]:

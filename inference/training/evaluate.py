@@ -757,21 +757,26 @@ WRITTEN_EVENTS_C = WRITTEN_EVENTS.with_name("events_written_c.tsv")
 
 def written_events(engine, path: Path = WRITTEN_EVENTS) -> dict:
     """How the text side reads event texts written as players type them: per kind asked for
-    (and "unsupported": what the model does not have), % read as that; -> {"n", per kind and
-    "all", "misses": [...]}. A read names the asked value of its kind, or nothing at all."""
+    (and "unsupported": what the model had no creature or thing of before the open vocabulary),
+    % read as that; -> {"n", per kind and "all", "misses": [...], "open": % of the unsupported
+    that come as a thing of the open vocabulary}. A read names the asked value of its kind, or
+    none of the model's own creatures and things at all (never another in its place)."""
     hits: dict[str, list] = {}
-    misses = []
+    misses, opened = [], []
     for line in path.read_text().splitlines():
         if not line.strip() or line.startswith("#"):
             continue
         text, kind, value = (line.split("\t") + [""])[:3]
         try:
             read = engine.read_event(text)
-            got = {k: EVENT_KINDS[k][v] for k, v in read.items() if v >= 0}
+            got = {k: EVENT_KINDS[k][v] for k, v in read.items() if k in EVENT_KINDS and v >= 0}
+            things = [m.concept.name for m in read["objects"]]
         except UnsupportedEvent:
-            got = {}
+            got, things = {}, []
         ok = not got if kind == "unsupported" else got.get(kind) == value
         hits.setdefault(kind, []).append(ok)
+        if kind == "unsupported":
+            opened.append(bool(things))
         if not ok:
             misses.append(f"{text!r}: {got or 'unsupported'} for {kind} {value}".rstrip())
     every = [v for vs in hits.values() for v in vs]
@@ -779,6 +784,7 @@ def written_events(engine, path: Path = WRITTEN_EVENTS) -> dict:
         "n": len(every),
         **{k: pct(v) for k, v in hits.items()},
         "all": pct(every),
+        "open": pct(opened) if opened else None,
         "misses": misses,
     }
 

@@ -28,9 +28,12 @@ from threadpoolctl import threadpool_limits
 from inference.world import noise, vocabulary
 from inference.world import spec as ws
 from inference.world import text as text_encoder
+from inference.world.concepts import BEHAVIOURS, MOVING
 from inference.world.model import NAME_KINDS, ModelConfig, WorldModel
+from inference.world.reading import Match, Reader
 from inference.world.state import (
     CreatureState,
+    ObjectState,
     PlayerState,
     SnapshotError,
     WorldState,
@@ -48,6 +51,11 @@ PLAIN_EVENTS = [(kind, p) for kind, by in ws.EVENT_PHRASES.items() for p in by.v
 AHEAD_FRAMES = 24  # grow_ahead makes the terrain a player can reach within about a second
 DECODE_BATCH = 512  # frames per renderer forward (bounds memory, not results)
 SHOWN_SHARE = 0.2  # a second biome of a mix is named (describe, names) from this share
+SPRITE_SIDE = 16  # open-vocabulary sprites: two tiles
+SWIM_SEARCH = 10  # tiles round the spot a swimmer looks for water in (else it brings a pond)
+MAX_OBJECTS = 64  # open-vocabulary things a world holds; the oldest go first
+MAX_LIGHTS = 8  # lights one frame draws
+BLOCK_REACH = SPRITE_SIDE // 2 - 2  # pixels round its centre a blocking thing stands on
 
 __all__ = ["PromptError", "SnapshotError", "UnsupportedEvent", "WorldEngine"]
 
@@ -77,8 +85,13 @@ def check_text(text: str) -> str:
 class WorldEngine:
     """Holds many worlds (each with one or more players) in memory and steps them in batches."""
 
-    def __init__(self, model: WorldModel, device: str = "cpu"):
+    def __init__(self, model: WorldModel, device: str = "cpu", reader: Reader | None = None):
         self.device = torch.device(device)
+        # the open vocabulary: what text names beyond the model's own creatures and things,
+        # drawn by the sprite generator once per concept (rows of the sprite table)
+        self.reader = reader or Reader.load()
+        self._sprite_rows: dict[str, int] = {}
+        self._sprite_table = torch.zeros(0, SPRITE_SIDE, SPRITE_SIDE, 4)
         self.model = model.to(self.device).eval()
         self.model.renderer.freeze()
         self.solid = self.model.solid_table().cpu().numpy()  # (NUM_TOKENS + 2,) bool
@@ -112,12 +125,14 @@ class WorldEngine:
             torch.manual_seed(0)
             model = WorldModel(ModelConfig())
         text_encoder.load_encoder("cpu")
+        reader = Reader.load()
+        _ = reader.keys  # the vocabulary's names embedded now, not in the first event's step
         # numpy's BLAS (OpenBLAS) keeps threads of its own beside torch's, which spin after
         # each matmul while torch waits for the cores: with 8 players on 2 cores, a step's p90
         # was 5.3-6.1 ms and an event 43-53 ms, on one BLAS thread 1.9-2.0 and 25 ms (the
         # engine's numpy matmuls, the phrase readings, are small). torch's OpenMP is untouched.
         threadpool_limits(limits=1, user_api="blas")
-        return cls(model, device)
+        return cls(model, device, reader)
 
     # ------------------------------------------------------------ worlds and players
 
@@ -138,6 +153,11 @@ class WorldEngine:
             for _ in range(INITIAL_CREATURES):
                 self._spawn_creature(world, reading.creature, 0, 0)
         self._grow({world.world_id: self._needed_chunks(world, [(0, 0)])})
+        for n, match in enumerate(reading.objects):
+            # where the first player meets it: a few tiles off the spawn point, seeded
+            h = ws.mix_hash(world.seed, 131, n)
+            x, y = ((h % 7) - 3) * 2 * ws.TILE, (3 + (h >> 8) % 3) * ws.TILE * (-1) ** n
+            self._add_object(world, match, x, y)
         return world.world_id
 
     def read_prompt(self, prompt: str) -> PromptReading:
@@ -146,6 +166,10 @@ class WorldEngine:
         emb = text_encoder.embed([prompt])[0]
         heads = self._text_heads(prompt, self.model.prompt_heads, emb)
         phrases = self._read_phrases(prompt)
+        creature = named_choice(
+            int(heads["creature"].argmax()) - 1, phrases.creature, plain=NAMED_PLAIN
+        )
+        objects = self._new_things(prompt, {"creature": creature, "thing": -1})
         return PromptReading(
             text=prompt,
             biome_probs=biome_mix(
@@ -155,11 +179,10 @@ class WorldEngine:
             ),
             weather=phrase_choice(heads["weather"], phrases.weather, phrases.weather_ok, CLEAR),
             time=phrase_choice(heads["time"], phrases.time, phrases.time_ok, DAY),
-            creature=named_choice(
-                int(heads["creature"].argmax()) - 1, phrases.creature, plain=NAMED_PLAIN
-            ),
+            creature=creature,
             text_emb=emb.astype(np.float32),
-            lacks=_lacking(phrases),
+            lacks=None if objects else _lacking(phrases),
+            objects=tuple(objects),
         )
 
     def add_player(self, world_id: str, slot: int | None = None) -> str:
@@ -206,10 +229,13 @@ class WorldEngine:
             self._spawn_creature(world, choice["creature"], anchor.x, anchor.y)
         if choice["thing"] >= 0:
             self._place(world, choice["thing"], anchor.x, anchor.y)
+        for n, match in enumerate(choice["objects"]):
+            self._add_object(world, match, anchor.x + n * 3 * ws.TILE, anchor.y)
 
-    def read_event(self, text: str) -> dict[str, int]:
+    def read_event(self, text: str) -> dict:
         """What an event text asks for: weather, time, creature and thing, each an index or -1
-        (no change); UnsupportedEvent when it is nothing the model can do."""
+        (no change), and ``objects``: the open-vocabulary things it names (`Match`es);
+        UnsupportedEvent when it is nothing the model can do."""
         heads = self._text_heads(check_text(text), self.model.event_heads)
         choice = {k: int(v.argmax()) - 1 for k, v in heads.items()}  # -1: no such event
         # atmospheres and times weighed with the phrases that name one, as a prompt's are: "a
@@ -228,12 +254,23 @@ class WorldEngine:
         choice["thing"] = named_choice(choice["thing"], phrases.thing, THING_SUPPORT_MIN)
         if phrases.lacks is not None and choice["creature"] < 0:
             _drop_the_setting(choice, phrases, text)
-        if all(v < 0 for v in choice.values()):
+        choice["objects"] = self._new_things(text, choice)
+        if all(v < 0 for k, v in choice.items() if k != "objects") and not choice["objects"]:
             reason = "no world event recognised in the text"
             if lacking := _lacking(phrases):  # say what it lacks where the text plainly names it
                 reason = f"the world model has no {lacking}"
             raise UnsupportedEvent(reason, suggest=self.nearest_events(text))
         return choice
+
+    def _new_things(self, text: str, choice: dict) -> list[Match]:
+        """The open-vocabulary things a text names, but for the model's own creature or thing
+        it already chose ("a fox appears" is the fox it has, not a second one): the concept
+        the reader reads in that one's plain name."""
+        found = self.reader.things(text)
+        own = [ws.CREATURES[choice["creature"]]] if choice["creature"] >= 0 else []
+        own += [ws.THINGS[choice["thing"]].replace("_", " ")] if choice["thing"] >= 0 else []
+        same = {self.reader.ranked(name, 1)[0].concept.name for name in own}
+        return [m for m in found if m.concept.name not in same]
 
     def nearest_events(self, text: str, n: int = SUGGESTIONS) -> tuple[str, ...]:
         """The plain phrasings of the `n` events nearest in meaning to a text, at most two of a
@@ -255,6 +292,14 @@ class WorldEngine:
 
     def restore(self, data: bytes) -> str:
         world = state_from_bytes(data)
+        known = {c.name: c for c in self.reader.concepts}
+        for o in world.objects:
+            if o.concept not in known:
+                raise SnapshotError(
+                    f"snapshot holds {o.concept!r}, which this vocabulary lacks: it was made"
+                    " by other world model weights"
+                )
+            self._sprite_row(known[o.concept])
         self.drop_world(world.world_id)
         with self._canvas:
             self.worlds[world.world_id] = world
@@ -326,10 +371,14 @@ class WorldEngine:
 
         memo = world.memo()  # the same tiles are probed frame after frame
 
+        blocked = self._blocked(world, memo)
+
         def is_solid(tx: int, ty: int) -> bool:
             solid = memo.get((tx, ty))
             if solid is None:
-                solid = memo[(tx, ty)] = bool(self.solid[world.token_at(tx, ty)])
+                solid = memo[(tx, ty)] = (tx, ty) in blocked or bool(
+                    self.solid[world.token_at(tx, ty)]
+                )
             return solid
 
         ahead = False
@@ -350,9 +399,93 @@ class WorldEngine:
         for c in world.creatures:
             dx, dy = ws.creature_dir(world.seed, c.ident, world.t)
             c.x, c.y = ws.move(c.x, c.y, dx, dy, ws.CREATURE_SPEED, is_solid)
+        self._move_objects(world, is_solid)
         world.t += 1
         if world.t % ws.FRAMES_PER_MINUTE == 0:
             world.minute = (world.minute + 1) % ws.DAY_MINUTES
+
+    def _blocked(self, world: WorldState, memo: dict) -> frozenset:
+        """Tiles the open-vocabulary things that block stand on (memoised with the canvas:
+        adding one counts as an edit)."""
+        blocked = memo.get("blocked")
+        if blocked is None:
+            r, stay = BLOCK_REACH, BEHAVIOURS.index("blocks")
+            blocked = memo["blocked"] = frozenset(
+                (tx, ty)
+                for o in world.objects
+                if o.motion == stay
+                for tx in range((o.x - r) // ws.TILE, (o.x + r - 1) // ws.TILE + 1)
+                for ty in range((o.y - r) // ws.TILE, (o.y + r - 1) // ws.TILE + 1)
+            )
+        return blocked
+
+    def _move_objects(self, world: WorldState, is_solid) -> None:
+        """Open-vocabulary things move by their behaviour: walkers as the creatures do, fliers
+        over everything, swimmers only through water."""
+        for o in world.objects:
+            motion = BEHAVIOURS[o.motion]
+            if motion not in MOVING:
+                continue
+            dx, dy = ws.creature_dir(world.seed, OBJECT_IDENT + o.ident, world.t)
+            if motion == "flies":
+                o.x, o.y = o.x + dx * ws.CREATURE_SPEED, o.y + dy * ws.CREATURE_SPEED
+            elif motion == "swims":
+                o.x, o.y = ws.move(o.x, o.y, dx, dy, ws.CREATURE_SPEED, self._dry(world))
+            else:
+                o.x, o.y = ws.move(o.x, o.y, dx, dy, ws.CREATURE_SPEED, is_solid)
+
+    def _dry(self, world: WorldState):
+        def dry(tx: int, ty: int) -> bool:
+            return not is_water_token(world.token_at(tx, ty))
+
+        return dry
+
+    def _sprite_row(self, concept) -> int:
+        """The row of the sprite table a concept is drawn from, drawn on first use."""
+        row = self._sprite_rows.get(concept.name)
+        if row is None:
+            sprite = torch.from_numpy(self.reader.sprite(concept)).float() / 255.0
+            self._sprite_table = torch.cat([self._sprite_table, sprite[None]])
+            row = self._sprite_rows[concept.name] = len(self._sprite_table) - 1
+        return row
+
+    def _add_object(self, world: WorldState, match: Match, x: int, y: int) -> None:
+        """A thing of the open vocabulary beside (x, y), where its behaviour lets it be: a
+        swimmer on the nearest water (or on a pond it brings), the rest right of the spot."""
+        behaviour = self.reader.behaviour(match.concept)
+        self._sprite_row(match.concept)
+        cx, cy = ws.thing_center(x, y)
+        if behaviour.motion == "swims":
+            reach = (SWIM_SEARCH + 1) * ws.TILE
+            self._grow({world.world_id: self._needed_chunks(world, [(x, y)], reach=reach)})
+            cx, cy = self._water_near(world, cx, cy)
+        ident = world.spawned
+        world.spawned += 1
+        with self._canvas:
+            world.objects.append(
+                ObjectState(
+                    match.concept.name,
+                    BEHAVIOURS.index(behaviour.motion),
+                    behaviour.light,
+                    cx * ws.TILE + ws.TILE // 2,
+                    cy * ws.TILE + ws.TILE // 2,
+                    ident,
+                )
+            )
+            del world.objects[:-MAX_OBJECTS]
+            world.edits += 1  # what blocks changed: the memo starts again
+
+    def _water_near(self, world: WorldState, cx: int, cy: int) -> tuple[int, int]:
+        r = SWIM_SEARCH
+        tx, ty = np.meshgrid(np.arange(cx - r, cx + r + 1), np.arange(cy - r, cy + r + 1))
+        tokens = world.region(cx - r, cy - r, 2 * r + 1, 2 * r + 1)
+        wet = np.vectorize(is_water_token)(tokens) & ~ws.in_spawn_zone(tx, ty)
+        if wet.any():
+            d = (tx - cx) ** 2 + (ty - cy) ** 2
+            i = np.argmin(np.where(wet, d, np.iinfo(np.int64).max))
+            return int(tx.flat[i]), int(ty.flat[i])
+        self._place(world, ws.THINGS.index("pond"), (cx - 3) * ws.TILE, cy * ws.TILE)
+        return cx, cy
 
     def _scene(self, world: WorldState, viewer: PlayerState) -> tuple:
         half, s = ws.FRAME // 2, ws.SPRITE // 2
@@ -379,7 +512,30 @@ class WorldEngine:
             world.minute,
             ws.overlay_phase(world.weather, world.t),
             sprites,
+            self._things_in_view(world, left, top),
         )
+
+    def _things_in_view(self, world: WorldState, left: int, top: int) -> tuple | None:
+        """(MAX_OBJECTS, 3) sprite-table row and top-left frame pixel of each open-vocabulary
+        thing in view (-1: none), and (MAX_LIGHTS, 2) frame pixels of those giving light;
+        None where the world has none (the frame path as before). Fliers are drawn last."""
+        if not world.objects:
+            return None
+        s, h = SPRITE_SIDE, SPRITE_SIDE // 2
+        things = np.full((MAX_OBJECTS, 3), -1, dtype=np.int64)
+        lights = np.full((MAX_LIGHTS, 2), -1, dtype=np.int64)
+        fly = BEHAVIOURS.index("flies")
+        seen = [
+            o
+            for o in sorted(world.objects, key=lambda o: o.motion == fly)
+            if -s < o.x - left - h < ws.FRAME and -s < o.y - top - h < ws.FRAME
+        ]
+        for i, o in enumerate(seen):
+            things[i] = (self._sprite_rows[o.concept], o.x - left - h, o.y - top - h)
+        lit = [(o.x - left, o.y - top) for o in seen if o.light][:MAX_LIGHTS]
+        if lit:
+            lights[: len(lit)] = lit
+        return things, lights
 
     @staticmethod
     def _view_ready(world: WorldState, x: int, y: int) -> bool:
@@ -404,8 +560,23 @@ class WorldEngine:
                     for a in (tokens, offset, weather, minute, phase, sprites)
                 ),
                 out=into,
+                things=self._things_arg([s[6] for s in part]),
             )
         return frames
+
+    def _things_arg(self, in_view: list[tuple | None]) -> tuple | None:
+        """The renderer's open-vocabulary layer, or None when no frame shows a thing (the
+        frame path as before)."""
+        if all(v is None or v[0][0, 0] < 0 for v in in_view):
+            return None
+        empty = (np.full((MAX_OBJECTS, 3), -1, np.int64), np.full((MAX_LIGHTS, 2), -1, np.int64))
+        things, lights = (np.stack([(v or empty)[i] for v in in_view]) for i in (0, 1))
+        dev = self.device
+        return (
+            torch.from_numpy(things).to(dev),
+            self._sprite_table.to(dev),
+            torch.from_numpy(lights).to(dev),
+        )
 
     # ------------------------------------------------------------ the latent canvas
 
@@ -567,7 +738,7 @@ class WorldEngine:
             "time": ws.time_name(world.minute),
             "clock": ws.clock_text(world.minute),
             "creatures": [ws.CREATURES[c.kind] for c in world.creatures],
-            "things": [ws.THINGS[k] for k in world.things],
+            "things": [ws.THINGS[k] for k in world.things] + [o.concept for o in world.objects],
         }
 
     def _world(self, world_id: str) -> WorldState:
@@ -791,6 +962,18 @@ FUNCTION_WORDS = frozenset(
 )
 
 
+OBJECT_IDENT = 1 << 20  # open-vocabulary things wander on hashes of their own
+
+
+def is_water_token(token: int) -> bool:
+    """Water a swimmer may move through: a biome's water tiles and ponds."""
+    if token >= ws.NUM_TOKENS:
+        return False
+    if token >= ws.BIOME_TOKENS:
+        return ws.THINGS[token - ws.BIOME_TOKENS] == "pond"
+    return ws.TILE_KINDS[token % len(ws.TILE_KINDS)] == "water"
+
+
 def shown_biomes(biome_probs: np.ndarray) -> list[str]:
     """The biomes of a mix by name, the larger share first (the second from SHOWN_SHARE)."""
     top = np.argsort(-biome_probs)[:2]
@@ -839,6 +1022,7 @@ class PromptReading:
     creature: int  # -1: none
     text_emb: np.ndarray  # the MiniLM embedding the generator is conditioned on
     lacks: str | None = None  # what the text plainly names that the model has no concept for
+    objects: tuple[Match, ...] = ()  # open-vocabulary things it names, placed near the spawn
 
     def names(self) -> dict:
         """The reading as people say it (the world page, the API): the place (one, or two
@@ -850,6 +1034,7 @@ class PromptReading:
             "creature": ws.shown("creature", ws.CREATURES[self.creature])
             if self.creature >= 0
             else None,
+            "things": [m.concept.name for m in self.objects],
             "lacks": self.lacks,
         }
 

@@ -28,6 +28,8 @@ from inference.world import spec as ws
 
 LIGHT_STEPS = 48  # the light table holds one entry per half hour, linear in between
 TABLE_BOUND = 1e4  # |frozen renderer table entry|: far past any trained value, no overflow
+GLOW_PX = 14.0  # spread of the pool of light round what gives light, frame pixels
+GLOW_RGB = (120.0, 90.0, 40.0)  # its colour at full dark (0..255 per channel)
 # Text heads: output sizes; index 0 of the event heads (and of "creature") means "none".
 PROMPT_HEADS = {
     "biome": len(ws.BIOMES),  # trained on half-and-half targets when two are named
@@ -270,10 +272,17 @@ class Renderer(nn.Module):
         return gain, bias
 
     @torch.no_grad()
-    def frames(self, tokens, offset, weather, minute, phase, sprites, out=None) -> torch.Tensor:
+    def frames(
+        self, tokens, offset, weather, minute, phase, sprites, out=None, things=None
+    ) -> torch.Tensor:
         """Inference: the same frames as uint8 (B, F, F, 3), rounded (from the frozen tables:
-        no NaN), written into ``out`` when given (the caller's buffer: no copy of its own)."""
-        img = self._forward_gather(tokens, offset, weather, minute, phase, sprites, 255.0, 0.5)
+        no NaN), written into ``out`` when given (the caller's buffer: no copy of its own).
+        ``things``: the open-vocabulary layer, (slots (B, M, 3) as sprites' but indexing
+        ``table``, table (K, S, S, 4) in [0, 1] drawn by the sprite generator, lights (B, L, 2)
+        frame pixels of what gives light, -1 where none)."""
+        img = self._forward_gather(
+            tokens, offset, weather, minute, phase, sprites, 255.0, 0.5, things
+        )
         img = img.clamp_(0, 255)
         if out is None:
             out = torch.empty(img.shape, dtype=torch.uint8, device=img.device)
@@ -285,7 +294,7 @@ class Renderer(nn.Module):
         return out
 
     def _forward_gather(
-        self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0
+        self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0, things=None
     ):
         """A frame is memory-bound (a few table reads per pixel), so it is drawn in few passes
         over its pixels: one gather lays out the window tiles it shows as an image, sprites are
@@ -299,6 +308,9 @@ class Renderer(nn.Module):
         rows = (tokens[:, 1 : 1 + n, 1 : 1 + n].long() * t)[:, :, None, :]  # (B, n, 1, n)
         idx = rows + torch.arange(t, device=dev)[:, None]  # (B, n, 8, n)
         img = tex.view(-1, t * 3).index_select(0, idx.view(-1)).view(b, n * t, n * t, 3)
+        if things is not None:  # under the creatures and avatars: they walk in front
+            slots, table, _ = things
+            self._composite(img, slots, table.flatten(1, 2), offset, f, table.shape[1])
         self._composite(img, sprites, spr, offset, f)
         # light and atmosphere: each frame's 32x32 maps, scrolled by its overlay phase, read in
         # one gather from the (atmosphere x 32 x 32, keep | add) table; tiled over the frame
@@ -315,7 +327,31 @@ class Renderer(nn.Module):
         at = enumerate(offset.tolist())
         crop = torch.stack([img[i, y : y + f, x : x + f] for i, (x, y) in at])
         crop = crop.view(b, f // o, o, f // o, o, 3)
-        return torch.addcmul(c, crop, g, out=crop).view(b, f, f, 3)
+        frame = torch.addcmul(c, crop, g, out=crop).view(b, f, f, 3)
+        if things is not None:
+            self._glow(frame, things[2], lit[:, :3] / scale, scale)
+        return frame
+
+    @staticmethod
+    def _glow(frame, lights, daylight, scale: float) -> None:
+        """What gives light lights the dark around it (in place): a warm pool of light that
+        grows as the day's light fades, nothing at noon."""
+        dark = (1 - daylight.mean(1)).clamp(0, 1)  # (B,)
+        has = ((lights[..., 0] >= 0).any(1) & (dark > 0.02)).nonzero(as_tuple=True)[0]
+        if has.numel() == 0:
+            return
+        f, dev, dark = frame.shape[1], frame.device, dark[has]
+        ar = torch.arange(f, device=dev, dtype=torch.float32)
+        pos = lights[has].float()  # (H, L, 2)
+        on = (pos[..., 0] >= 0).float()[..., None]
+        # a Gaussian is separable: each light's falloff is an outer product of two (F,) rows
+        gx = torch.exp(-((ar - pos[..., 0:1]) ** 2) / (2 * GLOW_PX**2))  # (H, L, F)
+        gy = torch.exp(-((ar - pos[..., 1:2]) ** 2) / (2 * GLOW_PX**2)) * on
+        pool = torch.einsum("hly,hlx->hyx", gy, gx).clamp(max=1.5)  # (H, F, F)
+        warm = torch.tensor(GLOW_RGB, device=dev) * (scale / 255.0)
+        frame[has] = (frame[has] + pool[..., None] * dark[:, None, None, None] * warm).clamp(
+            0, scale
+        )
 
     def _atmosphere_maps(self) -> torch.Tensor:
         """(atmospheres * 32 * 32, 6): each atmosphere's keep and add maps side by side."""
@@ -360,12 +396,12 @@ class Renderer(nn.Module):
         return img.reshape(b, f, f, 3)
 
     @staticmethod
-    def _composite(img, sprites, spr, offset, f: int) -> None:
+    def _composite(img, sprites, spr, offset, f: int, s: int = ws.SPRITE) -> None:
         """Draw every sprite into img (B, H, W, 3) in place, at its frame position plus the
         frame's offset (x, y) in img; only what falls inside the frame (F pixels square) is
         drawn. Inference alpha is hard (0 or 1), so a pixel takes the colour of the topmost
         sprite (the latest slot) that covers it."""
-        height, width, s = img.shape[1], img.shape[2], ws.SPRITE
+        height, width = img.shape[1], img.shape[2]
         fb, slot = (sprites[:, :, 0] >= 0).nonzero(as_tuple=True)  # in (frame, slot) order
         if fb.numel() == 0:
             return

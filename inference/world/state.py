@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from inference.world import spec as ws
+from inference.world.concepts import BEHAVIOURS
 from inference.world.text import TEXT_DIM
 
 MAGIC = b"PXWS"
-VERSION = 2  # v2: the 128x128 model (16 biomes, atmospheres, minute of the day, things)
+VERSION = 3  # v3: open-vocabulary things (objects); v2 (the 128x128 model) still loads
+OLDER_VERSIONS = (2,)
 _HEAD = struct.Struct(">4sHII")  # magic, version, crc32 of body, body length
 MEMO_SIZE = 4096  # entries a world's memo holds before it starts again
 
@@ -45,6 +47,19 @@ class CreatureState:
 
 
 @dataclass
+class ObjectState:
+    """A thing of the open vocabulary (`concepts`): drawn by the sprite generator from its
+    name, moving (or blocking, or giving light) as its behaviour head said when it came."""
+
+    concept: str  # the concept's name (stable across vocabulary builds)
+    motion: int  # index into concepts.BEHAVIOURS
+    light: bool
+    x: int  # centre, world pixels
+    y: int
+    ident: int
+
+
+@dataclass
 class WorldState:
     world_id: str
     seed: int
@@ -60,6 +75,7 @@ class WorldState:
     spawned: int = 0  # creatures ever spawned (their ids)
     next_slot: int = 0
     things: list[int] = field(default_factory=list)  # what events placed, in order
+    objects: list[ObjectState] = field(default_factory=list)  # open-vocabulary things
     edits: int = 0  # tokens rewritten since creation: with the chunk count, the canvas version
     # what the engine derives from the canvas (see `memo`); not part of the state
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
@@ -161,6 +177,7 @@ def snapshot_bytes(state: WorldState) -> bytes:
         "next_slot": state.next_slot,
         "players": [[p.player_id, p.slot, p.x, p.y] for p in state.players],
         "creatures": [[c.kind, c.x, c.y, c.ident] for c in state.creatures],
+        "objects": [[o.concept, o.motion, int(o.light), o.x, o.y, o.ident] for o in state.objects],
         "chunks": [list(k) for k in keys],
         "num_tokens": ws.NUM_TOKENS,
         "biomes": len(ws.BIOMES),
@@ -180,8 +197,11 @@ def state_from_bytes(data: bytes) -> WorldState:
     body = bytes(data[_HEAD.size :])
     if magic != MAGIC:
         raise SnapshotError("not a Parallax world snapshot")
-    if version != VERSION:
-        raise SnapshotError(f"snapshot version {version} is not supported (expected {VERSION})")
+    if version != VERSION and version not in OLDER_VERSIONS:
+        raise SnapshotError(
+            f"snapshot version {version} was made by other world model weights"
+            f" (this model reads {VERSION} and {', '.join(map(str, OLDER_VERSIONS))})"
+        )
     if length != len(body) or zlib.crc32(body) != crc:
         raise SnapshotError("snapshot is corrupt (length or checksum mismatch)")
     try:
@@ -221,6 +241,10 @@ def state_from_bytes(data: bytes) -> WorldState:
             creatures=[
                 CreatureState(_index(k, ws.CREATURES), int(x), int(y), int(i))
                 for k, x, y, i in h["creatures"]
+            ],
+            objects=[
+                ObjectState(str(n), _index(m, BEHAVIOURS), bool(li), int(x), int(y), int(i))
+                for n, m, li, x, y, i in h.get("objects", ())  # v2 had none
             ],
             spawned=int(h["spawned"]),
             next_slot=int(h["next_slot"]),

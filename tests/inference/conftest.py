@@ -12,11 +12,11 @@ def engine() -> WorldEngine:
 
 @pytest.fixture
 def clear_world(engine):
-    """A world with one player, clear weather at noon and no creatures, so frames depend on place
-    only (the light is the same all day from 8:00 to 17:00)."""
+    """A world with one player, clear weather at noon and no creatures or things, so frames
+    depend on place only (the light is the same all day from 8:00 to 17:00)."""
     wid = engine.create_world(prompt="a quiet meadow on a sunny day", seed=1234)
     world = engine.worlds[wid]
-    world.weather, world.minute, world.creatures = 0, ws.TIME_MINUTES[1], []
+    world.weather, world.minute, world.creatures, world.objects = 0, ws.TIME_MINUTES[1], [], []
     pid = engine.add_player(wid)
     yield wid, pid
     engine.drop_world(wid)

@@ -153,9 +153,10 @@ def test_a_new_prompt_is_rendered_again_and_the_page_says_what_the_model_makes_o
     assert "What the world model makes of it" in page
     for shown in ("<dd>meadow</dd>", "<dd>clear</dd>", "<dd>dusk</dd>", "<dd>fox</dd>"):
         assert shown in page
-    assert "The model has no windmill: the world leaves it out." in page
+    assert "<dt>Things</dt><dd>windmill</dd>" in page  # drawn from its name, not left out
+    assert "The model has no" not in page
     api = owner_client.get(f"/api/worlds/{world.slug}/").json()
-    assert api["model_reading"]["lacks"] == "windmill"
+    assert (api["model_reading"]["things"], api["model_reading"]["lacks"]) == (["windmill"], None)
 
 
 def test_the_weights_digest_follows_the_file(tmp_path):

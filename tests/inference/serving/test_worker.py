@@ -124,7 +124,7 @@ async def test_a_player_seated_again_is_sent_the_last_answers_to_world_events(
     async with GroupListener(layer, session_id) as listener:
         await send(layer, worker, attach_message(session_id))
         await listener.status("live")
-        for seq, text in ((1, "night falls"), (2, "a flying saucer lands")):
+        for seq, text in ((1, "night falls"), (2, "the crowd goes wild")):
             prompt = {"type": "session.prompt", "session_id": session_id, "seq": seq, "text": text}
             await send(layer, worker, prompt)
             await listener.next(lambda m, seq=seq: m["type"] == "session.event" and m["seq"] == seq)
@@ -142,7 +142,7 @@ async def test_a_player_seated_again_is_sent_the_last_answers_to_world_events(
     said = [(m["seq"], m["text"], m["status"], m["history"], m["only_slot"]) for m in replay]
     assert said == [
         (1, "night falls", "applied", 0, 0),
-        (2, "a flying saucer lands", "unsupported", 1, 0),
+        (2, "the crowd goes wild", "unsupported", 1, 0),
     ]
     seen = [(m["seq"], m["history"], m["only_slot"]) for m in watched]
     assert seen == [(1, 0, -1), (2, 1, -1)]

@@ -53,7 +53,8 @@ DEMO_WORLDS = [
     (
         "The Last Caravan",
         "stories",
-        "a dry desert of sand and acacia trees with a dusty trade road under the midday sun",
+        "a dry desert of sand and acacia trees with camels on a dusty trade road"
+        " under the midday sun",
         "A merchant caravan, a stolen map, a long road.",
         {
             "story_opening": (
@@ -101,7 +102,7 @@ DEMO_WORLDS = [
     (
         "Old Tom of the Marsh",
         "characters",
-        "a murky swamp at twilight with twisted trees, reeds and fireflies",
+        "a murky swamp at twilight with twisted trees, reeds, fireflies and an old ferry boat",
         "A grumpy ferryman with a soft heart.",
         {
             "character_name": "Old Tom",

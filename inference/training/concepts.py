@@ -1,0 +1,263 @@
+"""Train the open-vocabulary networks (`world.sprites.ConceptModel`) on the labelled icons.
+
+    python -m inference.training.concepts            # after `python -m inference.training.icons`
+
+Only concepts of the "train" split are seen: their icons (sprites), their behaviour labels and
+their names and descriptions (`data/concept_descriptions.tsv`). The reader learns from texts
+generated from them: events and prompts naming none, one or two concepts, each span labelled.
+A fifth of the description rows, by a hash of the phrase, is kept back as the tuning split
+that `training.sweep_reader` fits the reader's threshold on. `data/concepts_frozen.tsv` is
+never read here. Prints its progress and a table of the final losses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from inference.training.simulator import phrasing
+from inference.world import concepts as vocab
+from inference.world import reading
+from inference.world import spec as ws
+from inference.world import text as text_encoder
+from inference.world.concepts import BEHAVIOURS
+from inference.world.sprites import WEIGHTS, ConceptModel
+
+DATA = Path(__file__).parent / "data"
+DESCRIPTIONS = DATA / "concept_descriptions.tsv"
+NOTHING = DATA / "names_nothing_train.tsv"  # the sweep tunes on names_nothing.tsv, never this
+SINGLES = (
+    "{}", "{} appears", "{} appears nearby", "build {}", "put {} here", "add {}",
+    "there is {} here", "{} stands here", "{} wanders by", "{} flies overhead", "{} swims past",
+    "I want {}", "make {} appear", "summon {}", "show me {}", "place {} next to me",
+    "suddenly {} shows up", "{} comes out of nowhere", "look, {}", "can you add {} please",
+)  # fmt: skip
+PAIRS = (
+    "flies over", "next to", "beside", "near", "and", "sits by", "chases", "in front of",
+    "behind", "on top of", "lands on", "walks toward", "with", "circles", "guards",
+)  # fmt: skip
+SCENES = ("{p} with {s}", "{s} in {p}", "{p} with {s} and {o}", "{s} by {p} at dusk")
+READER_TEXTS = 24000
+EMBED_CACHE = Path("var/icons/embeddings.npz")
+SPANS_PER_TEXT = 6
+
+
+def read_tsv(path: Path) -> list[tuple[str, str]]:
+    with path.open(encoding="utf-8") as f:
+        return [(r["phrase"], r["concept"]) for r in csv.DictReader(f, delimiter="\t")]
+
+
+def is_tuning(phrase: str) -> bool:
+    return zlib.crc32(phrase.encode()) % 5 == 0
+
+
+def load_images(path: Path) -> np.ndarray:
+    data = np.load(path)
+    names = [c.name for c in vocab.load()]
+    if list(data["names"]) != names:
+        raise SystemExit(f"{path} was built from another concepts.json: run training.icons")
+    return data["images"].astype(np.float32) / 255.0  # (N, 16, 16, 4) straight alpha
+
+
+def sprite_loss(out: torch.Tensor, target: torch.Tensor, colour: torch.Tensor) -> torch.Tensor:
+    """Alpha everywhere; premultiplied colour where the icon has colour (emoji, not
+    silhouettes), so the generator learns shapes from both and colours from the emoji."""
+    a_loss = F.mse_loss(out[..., 3], target[..., 3])
+    pre_o, pre_t = out[..., :3] * out[..., 3:], target[..., :3] * target[..., 3:]
+    c_loss = ((pre_o - pre_t) ** 2).mean((1, 2, 3))
+    return a_loss + (c_loss * colour).sum() / colour.sum().clamp(min=1)
+
+
+def _said(rng: np.random.Generator, concept, descriptions: dict) -> str:
+    """A concept as a player might put it: a name with an article, or a description."""
+    said = descriptions.get(concept.index)
+    if said and rng.random() < 0.5:
+        return str(rng.choice(said))
+    name = str(rng.choice(concept.names))
+    article = "an" if name[0] in "aeiou" else "a"
+    return str(rng.choice([name, f"the {name}", f"{article} {name}"]))
+
+
+def _labelled(parts: list[tuple[str, int]]) -> tuple[str, list[int]]:
+    """Text and one label per word (a concept index, or -1) from (piece, label) parts."""
+    words, labels = [], []
+    for piece, label in parts:
+        got = reading._words(piece)
+        words += got
+        labels += [label] * len(got)
+    return " ".join(words), labels
+
+
+def _nothing(rng: np.random.Generator, said: list[str]) -> str:
+    """A text naming no thing: the sky, the time or the place as the world model's phrasing
+    banks say them, or (half the time, when written) what players say that names nothing."""
+    if said and rng.random() < 0.5:
+        return str(rng.choice(said))
+    kind = str(rng.choice(["weather", "time", "place"]))
+    if kind == "place":
+        return phrasing._biome_phrase(rng, int(rng.integers(len(ws.BIOMES))), "train")[0]
+    size = len(ws.WEATHERS) if kind == "weather" else len(ws.TIMES)
+    return phrasing.event_for(rng, kind, int(rng.integers(size)), "train")
+
+
+def reader_corpus(rng: np.random.Generator, concepts) -> list[tuple[str, list[tuple[str, int]]]]:
+    """Texts naming none, one or two trained concepts (by name or description, in events and
+    prompts), each with some of its spans labelled: the concept whose words alone it holds,
+    else -1 (none: template words, two concepts at once, the sky, the time, the place)."""
+    trained = [c for c in concepts if c.split == "train"]
+    by_name = {c.name: c for c in trained}
+    descriptions: dict[int, list[str]] = {}
+    for p, c in read_tsv(DESCRIPTIONS) if DESCRIPTIONS.exists() else []:
+        if c in by_name and not is_tuning(p):
+            descriptions.setdefault(by_name[c].index, []).append(p)
+    nothing = [p for p, _ in read_tsv(NOTHING)] if NOTHING.exists() else []
+    corpus = []
+    for _ in range(READER_TEXTS):
+        a, b = (trained[int(i)] for i in rng.integers(len(trained), size=2))
+        sa, sb = _said(rng, a, descriptions), _said(rng, b, descriptions)
+        r = rng.random()
+        if r < 0.2:
+            parts = [(_nothing(rng, nothing), -1)]
+        elif r < 0.55:
+            head, _, tail = str(rng.choice(SINGLES)).partition("{}")
+            parts = [(head, -1), (sa, a.index), (tail, -1)]
+            if rng.random() < 0.15:
+                parts += [(" and ", -1), (_nothing(rng, nothing), -1)]
+        elif r < 0.8 and a is not b:
+            parts = [(sa, a.index), (str(rng.choice(PAIRS)), -1), (sb, b.index)]
+        else:
+            place = (
+                _nothing(rng, [])
+                if rng.random() < 0.2
+                else phrasing._biome_phrase(rng, int(rng.integers(len(ws.BIOMES))), "train")[0]
+            )
+            scene = str(rng.choice(SCENES))
+            pieces = re.split(r"(\{[pso]\})", scene)
+            fill = {"{p}": (place, -1), "{s}": (sa, a.index), "{o}": (sb, b.index)}
+            parts = [fill.get(x, (x, -1)) for x in pieces if x]
+        text, labels = _labelled(parts)
+        spans = reading._spans(text)
+        keep = [len(spans) - 1] + list(rng.choice(len(spans), min(SPANS_PER_TEXT, len(spans))))
+        rows = []
+        for i in dict.fromkeys(int(k) for k in keep):
+            span, (lo, hi) = spans[i]
+            named = {x for x in labels[lo:hi] if x >= 0}
+            rows.append((span, named.pop() if len(named) == 1 else -1))
+        corpus.append((text, rows))
+    return corpus
+
+
+def embed_corpus(corpus) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(M, 384) span and (M, 384) context embeddings and (M,) labels of every labelled span."""
+    texts = [t for t, _ in corpus]
+    spans = [s for _, rows in corpus for s, _ in rows]
+    print(f"embedding {len(set(texts) | set(spans))} texts and spans ...", flush=True)
+    vecs = dict(zip(unique := list(dict.fromkeys(texts + spans)), _embed_all(unique), strict=True))
+    span_vecs = torch.from_numpy(np.stack([vecs[s] for s in spans]))
+    text_vecs = torch.from_numpy(np.stack([vecs[t] for t, rows in corpus for _ in rows]))
+    labels = torch.tensor([x for _, rows in corpus for _, x in rows])
+    return span_vecs, text_vecs, labels
+
+
+def _embed_all(texts: list[str], batch: int = 4096) -> np.ndarray:
+    """MiniLM embeddings, the ones made before read from var/icons/embeddings.npz (a corpus
+    of ~75,000 texts and spans takes ~6 minutes on 2 cores; most recur between runs)."""
+    known: dict[str, np.ndarray] = {}
+    if EMBED_CACHE.exists():
+        with np.load(EMBED_CACHE) as cached:
+            known = dict(zip(cached["texts"].tolist(), cached["vecs"], strict=True))
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    for i in range(0, len(missing), batch):
+        part = missing[i : i + batch]
+        known.update(zip(part, text_encoder.embed(part), strict=True))
+        print(f"  {min(i + batch, len(missing))}/{len(missing)} new", flush=True)
+    if missing:
+        EMBED_CACHE.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(EMBED_CACHE, texts=np.array(list(known)), vecs=np.stack(list(known.values())))
+    return np.stack([known[t] for t in texts])
+
+
+def train(images: Path, steps: int, seed: int, log_every: int = 500) -> ConceptModel:
+    torch.manual_seed(seed)
+    concepts = vocab.load()
+    train_idx = [c.index for c in concepts if c.split == "train"]
+    names = text_encoder.embed([c.name for c in concepts])
+    img = torch.from_numpy(load_images(images))
+    colour = torch.tensor([c.source == "emoji" for c in concepts], dtype=torch.float32)
+    model = ConceptModel()
+
+    # the generator and the behaviour head read a concept's names (with noise)
+    name_rows = [(c.index, n) for c in concepts if c.split == "train" for n in c.names]
+    name_vecs = torch.from_numpy(text_encoder.embed([n for _, n in name_rows]))
+    name_of = torch.tensor([i for i, _ in name_rows])
+    labelled = torch.tensor([c.motion is not None for c in concepts])
+    motion = torch.tensor([BEHAVIOURS.index(c.motion) if c.motion else 0 for c in concepts])
+    light = torch.tensor([float(c.light) for c in concepts])
+
+    # the reader: spans of generated texts in their context -> a concept or none
+    corpus = reader_corpus(np.random.default_rng(seed), concepts)
+    span_vecs, text_vecs, span_of = embed_corpus(corpus)
+    print(f"{len(train_idx)} concepts, {len(name_rows)} names, {len(corpus)} reader texts")
+    name_keys = torch.from_numpy(names)[train_idx]  # only trained concepts are candidates
+    key_of = torch.full((len(concepts) + 1,), len(train_idx), dtype=torch.long)  # -1: none
+    key_of[train_idx] = torch.arange(len(train_idx))
+    span_target = key_of[span_of]
+
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, 3e-3, total_steps=steps, pct_start=0.05)
+    start, model = time.monotonic(), model.train()
+    for step in range(1, steps + 1):
+        pick = torch.randint(len(name_rows), (256,))
+        emb = F.normalize(name_vecs[pick] + 0.03 * torch.randn(256, 384), dim=-1)
+        idx = name_of[pick]
+        l_sprite = sprite_loss(model.sprites(emb), img[idx], colour[idx])
+        m_logits, l_logit = model.behaviour(emb)
+        known = labelled[idx]
+        l_motion = F.cross_entropy(m_logits[known], motion[idx][known]) if known.any() else 0.0
+        l_light = F.binary_cross_entropy_with_logits(l_logit, light[idx])
+        pick = torch.randint(len(span_vecs), (512,))
+        keys = model.reader.keys(name_keys)
+        logits = model.reader.logits(span_vecs[pick], text_vecs[pick], keys)
+        l_read = F.cross_entropy(logits, span_target[pick], label_smoothing=0.05)
+        loss = 10 * l_sprite + l_motion + l_light + l_read
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if step % log_every == 0 or step == steps:
+            print(
+                f"step {step}/{steps}  sprite {float(l_sprite):.4f}  motion {float(l_motion):.3f}"
+                f"  light {float(l_light):.3f}  reader {float(l_read):.3f}"
+                f"  ({time.monotonic() - start:.0f} s)",
+                flush=True,
+            )
+    return model.eval()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--images", type=Path, default=Path("var/icons/images.npz"))
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=WEIGHTS)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    model = train(args.images, args.steps, args.seed)
+    try:  # keep the fitted threshold until the sweep fits it again
+        model.name_min.copy_(ConceptModel.from_file(args.out).name_min)
+    except (OSError, RuntimeError, KeyError):
+        pass  # none yet, or weights of another layout: the default until the sweep
+    model.save(args.out, {"steps": str(args.steps), "seed": str(args.seed)})
+    print(f"saved {args.out}")
+
+
+if __name__ == "__main__":
+    main()
