@@ -1,12 +1,15 @@
 """Gallery throughput: requests/s and p50/p99 latency for the main pages under concurrent load.
 
 Starts Daphne itself with production-like settings (DEBUG=false, a collected and hashed static
-manifest served by WhiteNoise, PostgreSQL, Redis cache), loads the demo catalog plus extra worlds,
-then drives each endpoint with an asyncio/httpx load generator on 127.0.0.1 for a fixed time.
+manifest served by WhiteNoise, PostgreSQL with a connection pool, Redis cache), loads the demo
+catalog plus extra worlds, then drives each endpoint with an asyncio/httpx load generator on
+127.0.0.1 for a fixed time: anonymous visitors (no cookies: the crowd), and one signed-in
+person. Each endpoint's req/s is also given as a share of the static file's, measured in the
+same run. A second table runs 2 Daphne processes, the load spread over both as a balancer would.
 
     .venv/bin/python bench/gallery.py --seconds 10 --concurrency 16
 
-The load generator shares the machine with the server: on a small box the numbers are a floor.
+The load generator shares the machine with the servers: on a small box the numbers are a floor.
 """
 
 import argparse
@@ -45,13 +48,24 @@ class Result:
     def p50(self) -> float:
         return statistics.median(self.latencies_ms) if self.latencies_ms else float("nan")
 
-    def row(self, mode: str) -> str:
+    @property
+    def p99(self) -> float:
         lat = sorted(self.latencies_ms) or [float("nan")]
-        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+        return lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+
+    def row(self, static_rps: float) -> str:
+        share = self.rps / static_rps if static_rps else float("nan")
         return (
-            f"| {self.name:<14} | {mode:<7} | {self.path:<34} | {self.rps:>8.1f} "
-            f"| {self.p50:>8.1f} | {p99:>8.1f} | {self.requests:>6} | {self.errors:>6} |"
+            f"| {self.name:<22} | {self.path:<30} | {self.rps:>8.1f} | {self.p50:>7.1f} "
+            f"| {self.p99:>7.1f} | {share:>13.2f} | {self.requests:>6} | {self.errors:>6} |"
         )
+
+
+HEADER = (
+    f"| {'endpoint':<22} | {'path':<30} | {'req/s':>8} | {'p50 ms':>7} | {'p99 ms':>7} "
+    f"| {'÷ static req/s':>13} | {'ok':>6} | {'errors':>6} |\n"
+    f"|{'-' * 24}|{'-' * 32}|{'-' * 9}:|{'-' * 8}:|{'-' * 8}:|{'-' * 14}:|{'-' * 7}:|{'-' * 7}:|"
+)
 
 
 def run(cmd: list[str], env: dict) -> None:
@@ -93,27 +107,55 @@ for i in range(have, {n}):
 print(World.objects.count())
 """
 
+# A signed-in person's session: its key is the cookie the "signed in" endpoint sends.
+SIGNED_IN = """
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.sessions.backends.db import SessionStore
+from gallery.models import User
+user, _ = User.objects.get_or_create(username="bench-visitor")
+store = SessionStore()
+store[SESSION_KEY] = str(user.pk)
+store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+store.create()
+print(store.session_key)
+"""
 
-def prepare(env: dict, extra: int) -> str:
-    """Migrate, collect static files, load demo content; return a hashed static file's URL."""
+
+def prepare(env: dict, extra: int) -> tuple[str, str]:
+    """Migrate, collect static files, load demo content; a hashed static file's URL and a
+    signed-in session's key."""
     run([PY, "manage.py", "migrate", "--noinput", "-v0"], env)
     run([PY, "manage.py", "collectstatic", "--noinput", "-v0"], env)
     run([PY, "manage.py", "load_demo"], env)
     run([PY, "manage.py", "shell", "-c", EXTRA_WORLDS.format(n=extra)], env)
+    session = subprocess.run(
+        [PY, "manage.py", "shell", "-c", SIGNED_IN], cwd=ROOT, env=env, check=True,
+        capture_output=True, text=True,
+    ).stdout.split()[-1]  # fmt: skip
     manifest = json.loads((Path(env["STATIC_ROOT"]) / "staticfiles.json").read_text())
-    return "/static/" + manifest["paths"]["css/site.css"]
+    return "/static/" + manifest["paths"]["css/site.css"], session
 
 
-async def hammer(base: str, name: str, path: str, seconds: float, concurrency: int) -> Result:
+async def hammer(
+    bases: list[str], name: str, path: str, seconds: float, concurrency: int, cookies: dict
+) -> Result:
+    """`concurrency` clients asking `path` back to back for `seconds`, spread over the servers
+    at `bases` as a round-robin balancer would."""
     latencies: list[float] = []
     errors = 0
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
-        for _ in range(min(concurrency, 4)):  # warm-up: connections, caches, lazy imports
-            await client.get(path)
+    per = max(1, concurrency // len(bases))
+    limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
+    clients = [
+        httpx.AsyncClient(base_url=b, limits=limits, timeout=30, cookies=cookies) for b in bases
+    ]
+    try:
+        for client in clients:
+            for _ in range(min(per, 4)):  # warm-up: connections, caches, lazy imports
+                await client.get(path)
         stop_at = time.perf_counter() + seconds
 
-        async def worker() -> None:
+        async def worker(client: httpx.AsyncClient) -> None:
             nonlocal errors
             while time.perf_counter() < stop_at:
                 t0 = time.perf_counter()
@@ -128,8 +170,11 @@ async def hammer(base: str, name: str, path: str, seconds: float, concurrency: i
                     errors += 1
 
         started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await asyncio.gather(*(worker(clients[i % len(clients)]) for i in range(concurrency)))
         elapsed = time.perf_counter() - started
+    finally:
+        for client in clients:
+            await client.aclose()
     return Result(name, path, len(latencies), errors, elapsed, latencies)
 
 
@@ -156,8 +201,11 @@ def main() -> None:
         "--database-url", default="postgres://postgres@127.0.0.1:5432/bench_gallery"
     )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/11")
-    parser.add_argument("--modes", default="connect,pool", help="database modes to compare")
     parser.add_argument("--pool-size", type=int, default=8)
+    parser.add_argument("--processes", default="1,2", help="web process counts, one table each")
+    parser.add_argument(
+        "--page-cache-seconds", type=int, default=10, help="HOME_CACHE_SECONDS; 0: no cache"
+    )
     args = parser.parse_args()
 
     ensure_database(args.database_url)
@@ -176,71 +224,79 @@ def main() -> None:
         "INFERENCE_IN_PROCESS": "false",
         "LOG_LEVEL": "WARNING",
         "PARALLAX_VAR_DIR": str(workdir / "var"),
+        "DB_CONN_MAX_AGE": "0",
+        "DB_POOL_MAX_SIZE": str(args.pool_size),
+        "HOME_CACHE_SECONDS": str(args.page_cache_seconds),
     }
     print("preparing: migrate, collectstatic, demo content …", flush=True)
-    static_path = prepare(env, args.extra_worlds)
+    static_path, session = prepare(env, args.extra_worlds)
+    signed_in = {"sessionid": session}
     endpoints = [
-        ("home", "/"),
-        ("category", "/c/games/"),
-        ("search", "/search/?q=forest+river"),
-        ("api worlds", "/api/worlds/"),
-        ("static file", static_path),
+        ("home", "/", {}),
+        ("category", "/c/games/", {}),
+        ("search", "/search/?q=forest+river", {}),
+        ("world page", "/w/the-lantern-keeper/", {}),
+        ("api worlds", "/api/worlds/", {}),
+        ("category (signed in)", "/c/games/", signed_in),
+        ("home (signed in)", "/", signed_in),
+        ("static file", static_path, {}),
     ]
-    modes = {
-        # Persistent connections leak one per worker thread under ASGI: connect per request,
-        "connect": {"DB_CONN_MAX_AGE": "0", "DB_POOL_MAX_SIZE": "0"},
-        # or borrow one from the process's psycopg pool.
-        "pool": {"DB_CONN_MAX_AGE": "0", "DB_POOL_MAX_SIZE": str(args.pool_size)},
-    }
-    results: dict[str, list[Result]] = {}
-    for mode in args.modes.split(","):
-        print(f"{mode}:", flush=True)
-        results[mode] = serve_and_hammer(env | modes[mode], endpoints, args)
+    tables = {}
+    for n in (int(x) for x in args.processes.split(",")):
+        print(f"{n} web process(es):", flush=True)
+        tables[n] = serve_and_hammer(env, endpoints, args, n)
 
-    print()
-    print(
-        f"Daphne (1 process), DEBUG=false, PostgreSQL, WhiteNoise manifest; "
-        f"{args.seconds:.0f} s per endpoint, concurrency {args.concurrency}, "
-        f"{os.cpu_count()} CPUs shared with the load generator"
-    )
-    print(
-        f"| {'endpoint':<14} | {'db':<7} | {'path':<34} | {'req/s':>8} | {'p50 ms':>8} "
-        f"| {'p99 ms':>8} | {'ok':>6} | {'errors':>6} |"
-    )
-    print(
-        f"|{'-' * 16}|{'-' * 9}|{'-' * 36}|{'-' * 9}:|{'-' * 9}:|{'-' * 9}:|{'-' * 7}:|{'-' * 7}:|"
-    )
-    for i in range(len(endpoints)):
-        for mode, rows in results.items():
-            print(rows[i].row(mode))
-    if {"connect", "pool"} <= results.keys():
+    for n, rows in tables.items():
         print()
-        print("| endpoint       | req/s pool ÷ connect | p50 connect ÷ pool |")
-        print("|----------------|---------------------:|-------------------:|")
-        for before, after in zip(results["connect"], results["pool"], strict=True):
-            print(
-                f"| {before.name:<14} | {after.rps / before.rps:>20.2f} "
-                f"| {before.p50 / after.p50:>18.2f} |"
-            )
+        print(
+            f"Daphne ({n} process{'es' if n > 1 else ''}), DEBUG=false, PostgreSQL pool of "
+            f"{args.pool_size}, Redis cache, page cache {args.page_cache_seconds} s; "
+            f"{args.seconds:.0f} s per endpoint, concurrency {args.concurrency}, "
+            f"{os.cpu_count()} CPUs shared with the load generator"
+        )
+        print(HEADER)
+        static_rps = rows[-1].rps
+        for row in rows:
+            print(row.row(static_rps))
 
 
-def serve_and_hammer(env: dict, endpoints, args) -> list[Result]:
-    server = subprocess.Popen(
-        [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(args.port), "--verbosity", "0",
-         "gallery.asgi:application"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{args.port}"
+def serve_and_hammer(env: dict, endpoints, args, processes: int) -> list[Result]:
+    ports = [args.port + i for i in range(processes)]
+    servers = [
+        subprocess.Popen(
+            [
+                PY,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "--verbosity",
+                "0",
+                "gallery.asgi:application",
+            ],
+            cwd=ROOT,
+            env=env,
+        )  # fmt: skip
+        for port in ports
+    ]
+    bases = [f"http://127.0.0.1:{port}" for port in ports]
     try:
-        wait_up(server, base + "/api/categories/")
+        for server, base in zip(servers, bases, strict=True):
+            wait_up(server, base + "/api/categories/")
         results = []
-        for name, path in endpoints:
+        for name, path, cookies in endpoints:
             print(f"  {name}: {args.seconds:.0f} s at concurrency {args.concurrency}", flush=True)
-            results.append(asyncio.run(hammer(base, name, path, args.seconds, args.concurrency)))
+            results.append(
+                asyncio.run(hammer(bases, name, path, args.seconds, args.concurrency, cookies))
+            )
         return results
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            server.wait(timeout=20)
 
 
 if __name__ == "__main__":

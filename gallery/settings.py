@@ -229,6 +229,9 @@ COVER_RENDER_AUTO = envbool("COVER_RENDER_AUTO", not CELERY_TASK_ALWAYS_EAGER)
 
 # Seconds the home page's rows stay cached (any world saved invalidates them; 0: off).
 HOME_CACHE_SECONDS = envint("HOME_CACHE_SECONDS", 10)
+# Leak hunting (bench/soak.py --tracemalloc), off unless set: seconds between a worker's reports
+# of its allocation sites that grew most.
+TRACEMALLOC_EVERY_S = envfloat("PARALLAX_TRACEMALLOC_EVERY_S", 0.0)
 
 # --- Live play ------------------------------------------------------------------------------
 # Embedded default: the web process runs one in-process inference worker.

@@ -18,7 +18,7 @@ from gallery.forms import LoginView, ProfileForm, SignUpForm
 from gallery.models import User
 from sessions.client_ip import client_ip
 from worlds import selectors
-from worlds.catalog_cache import cached_fragment
+from worlds.catalog_cache import cached_for_visitors, cached_fragment
 from worlds.forms import render_form
 from worlds.models import Category
 
@@ -44,6 +44,7 @@ def _sort(request: HttpRequest, default: str = selectors.DEFAULT_SORT) -> str:
 
 
 @require_GET
+@cached_for_visitors
 def home(request: HttpRequest) -> HttpResponse:
     # The rows are the same for every visitor: rendered once per catalog change and timeout.
     rows_html = cached_fragment(
@@ -60,6 +61,7 @@ def live(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@cached_for_visitors
 def category(request: HttpRequest, category: str) -> HttpResponse:
     if category not in Category.values:
         raise Http404("Unknown category")
@@ -74,6 +76,7 @@ def category(request: HttpRequest, category: str) -> HttpResponse:
 
 
 @require_GET
+@cached_for_visitors
 def search(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()[:200]
     category_value = request.GET.get("category", "")
@@ -94,6 +97,7 @@ def search(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@cached_for_visitors
 def profile(request: HttpRequest, username: str) -> HttpResponse:
     try:
         person = account_selectors.user_get_profile(username=username)

@@ -112,7 +112,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
     def _players(self) -> list[dict]:
         mine = self._seat_slot()
         return [
-            {"slot": p.slot, "name": p.name, "color": p.color, "you": p.slot == mine}
+            {
+                "slot": p.slot,
+                "name": p.name,
+                "color": p.color,
+                "state": p.state,
+                "you": p.slot == mine,
+            }
             for p in self.players
         ]
 
@@ -323,7 +329,10 @@ class PlayConsumer(SessionConsumer):
 
     async def joined(self):
         await embedded.ensure_started()
-        await database_sync_to_async(seats.seat_attached)(seat=self.seat, channel=self.channel_name)
+        # Our own seat is connected from now on: the first status must not say "joining".
+        self.players = await database_sync_to_async(seats.seat_attached)(
+            seat=self.seat, channel=self.channel_name
+        )
         # One socket per seat: an older tab of this player (or a half-dead socket) steps aside.
         player = m.Player(channel=self.channel_name, slot=self.seat.slot)
         await self.channel_layer.group_send(session_group(self.session_id), player.to_message())

@@ -161,5 +161,13 @@ class Seat(models.Model):
     def is_active(self) -> bool:
         return self.left_at is None
 
+    @property
+    def connection(self) -> str:
+        """connected; joining (no socket yet); reconnecting (its socket closed, and the seat is
+        kept for the reconnect grace). The presence clients get says it (messages.SEAT_STATES)."""
+        if self.disconnected_at is None:
+            return "connected"
+        return "reconnecting" if self.channel else "joining"
+
     def is_held_by(self, *, user, session_key: str | None) -> bool:
         return _same_player(self.user_id, self.anon_key, user=user, session_key=session_key)

@@ -3,10 +3,11 @@
 A seat is one player's avatar and camera in the world. Joining reserves the seat twice, and
 both atomically: in the database (the session row is locked while the seats are counted, so
 two joins racing for the last seat cannot both win) and on the session's worker (placement
-counts seats against its capacity). Every change tells the session's sockets who is seated
-(``Presence``) and the worker which avatars to hold (``Attach`` by the player's socket,
-``Unseat`` here). A session ends when its last seat is left; a Live world's world is then kept
-for the next visitor (the worker does it at the end).
+counts seats against its capacity). Every change, and every player's socket opening or
+closing, tells the session's sockets who is seated and who is reconnecting (``Presence``),
+and the worker which avatars to hold (``Attach`` by the player's socket, ``Unseat`` here).
+A session ends when its last seat is left; a Live world's world is then kept for the next
+visitor (the worker does it at the end).
 """
 
 import hmac
@@ -261,10 +262,12 @@ def seat_remove(*, seat: Seat, reason: str) -> None:
     seat_leave(seat=seat, reason=f"{REMOVED}{reason}")
 
 
-def seat_attached(*, seat: Seat, channel: str) -> None:
-    """The player's socket is (back) on: their reconnect grace stops."""
+def seat_attached(*, seat: Seat, channel: str) -> tuple[messages.SeatInfo, ...]:
+    """The player's socket is (back) on: their reconnect grace stops, and the others see them
+    connected again. -> the presence sent."""
     Seat.objects.filter(pk=seat.pk).update(disconnected_at=None, channel=channel)
     PlaySession.objects.filter(pk=seat.session_id).update(disconnected_at=None)
+    return presence_send(seat.session)
 
 
 def seat_detached(*, seat: Seat, channel: str) -> bool:
@@ -280,6 +283,7 @@ def seat_detached(*, seat: Seat, channel: str) -> bool:
         PlaySession.objects.filter(pk=session.pk, disconnected_at=None).update(disconnected_at=now)
     if session.worker_name:
         send_sync(session.worker_name, messages.Detach(session_id=str(session.id), slot=seat.slot))
+    presence_send(session)  # the others see this player reconnecting, not gone nor playing
     return True
 
 
@@ -300,14 +304,20 @@ def seat_leave_if_abandoned(*, seat_id, now=None) -> bool:
 
 
 def presence(session: PlaySession) -> tuple[messages.SeatInfo, ...]:
+    """Who is seated, and whether their socket is on (a seat outlives its socket by the
+    reconnect grace)."""
     return tuple(
-        messages.SeatInfo(slot=seat.slot, name=seat.name, color=avatar_hex(seat.slot))
+        messages.SeatInfo(
+            slot=seat.slot, name=seat.name, color=avatar_hex(seat.slot), state=seat.connection
+        )
         for seat in session.seats.filter(left_at=None).order_by("slot")
     )
 
 
-def presence_send(session: PlaySession) -> None:
-    _group_send(session.id, messages.Presence(players=presence(session)))
+def presence_send(session: PlaySession) -> tuple[messages.SeatInfo, ...]:
+    players = presence(session)
+    _group_send(session.id, messages.Presence(players=players))
+    return players
 
 
 def _group_send(session_id, message: messages.Message) -> None:

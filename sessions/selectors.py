@@ -7,6 +7,7 @@ from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 
 from sessions.models import ACTIVE_STATUSES, PlaySession
+from sessions.worker_client import get_placement
 
 
 def session_get(*, session_id) -> PlaySession:
@@ -47,13 +48,16 @@ def viewers_key(session_id) -> str:
 
 def live_listing() -> list[dict]:
     """Public sessions running now, busiest first (players and viewers together), each with
-    what the Live page shows."""
-    sessions = list(
+    what the Live page shows. A session is listed once its thumbnail exists (the worker saves
+    its first frame): a card must never show a picture that answers 404."""
+    running = list(
         PlaySession.objects.filter(status__in=ACTIVE_STATUSES, is_public=True)
         .select_related("world", "world_version")
         .annotate(players=Count("seats", filter=Q(seats__left_at=None)))
         .filter(players__gt=0)
     )
+    pictured = get_placement().thumbnails_saved([str(s.id) for s in running])
+    sessions = [s for s in running if str(s.id) in pictured]
     viewers = cache.get_many([viewers_key(s.id) for s in sessions])
     rows = []
     for session in sessions:

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from worlds import selectors, services
+from worlds.catalog_cache import cached_api_list
 from worlds.models import Category, World, WorldStatus
 from worlds.serializers import (
     CategorySerializer,
@@ -77,6 +78,9 @@ class WorldViewSet(viewsets.GenericViewSet):
 
     @extend_schema(parameters=LIST_PARAMETERS, responses=WorldOutputSerializer(many=True))
     def list(self, request: Request) -> Response:
+        return cached_api_list(request, lambda: self._list(request))
+
+    def _list(self, request: Request) -> Response:
         params = request.query_params
         category = params.get("category") or None
         if category and category not in Category.values:

@@ -1,14 +1,20 @@
 """What the public catalog pages may cache, and when that goes stale.
 
-Any saved or deleted world bumps one version number in the shared cache; cached fragments key
-on it, so a publish, edit or removal shows at once everywhere. Counters (plays, likes, trending)
-change through `update()` without a bump and may lag by the cache's timeout.
+Any saved or deleted world bumps one version number in the shared cache; cached fragments and
+pages key on it, so a publish, edit or removal shows at once everywhere. Counters (plays, likes,
+trending) change through `update()` without a bump and may lag by the cache's timeout
+(HOME_CACHE_SECONDS, 10 s by default).
 """
 
+import hashlib
 import time
+from collections.abc import Callable
+from functools import wraps
 
 from django.conf import settings
 from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from rest_framework.response import Response
 
 VERSION_KEY = "catalog:version"
 
@@ -32,3 +38,60 @@ def cached_fragment(name: str, render) -> str:
         html = render()
         cache.set(key, html, timeout)  # a SafeString: it pickles as one and comes back as one
     return html
+
+
+def shared_visitor(request: HttpRequest) -> bool:
+    """A visitor who sees exactly what every other anonymous one sees: a GET with no session,
+    no pending messages and no API token (no database hit: the session is not opened)."""
+    return (
+        request.method == "GET"
+        and settings.SESSION_COOKIE_NAME not in request.COOKIES
+        and "messages" not in request.COOKIES
+        and "HTTP_AUTHORIZATION" not in request.META
+    )
+
+
+def _page_key(request: HttpRequest) -> str:
+    path = hashlib.sha256(request.build_absolute_uri().encode()).hexdigest()[:32]
+    return f"catalog:page:{catalog_version()}:{path}"
+
+
+def cached_for_visitors(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A public catalog page rendered once per catalog version, path and query for the crowd
+    of anonymous visitors (`shared_visitor`); signed-in people get it rendered for them. Only
+    a plain 200 is kept: nothing that sets a cookie (a CSRF token) is shared."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        timeout = settings.HOME_CACHE_SECONDS
+        if timeout <= 0 or not shared_visitor(request):
+            return view(request, *args, **kwargs)
+        key = _page_key(request)
+        kept = cache.get(key)
+        if kept is not None:
+            content, content_type = kept
+            return HttpResponse(content, content_type=content_type)
+        response = view(request, *args, **kwargs)
+        if response.status_code == 200 and not response.cookies and not response.streaming:
+            cache.set(key, (response.content, response["Content-Type"]), timeout)
+        return response
+
+    return wrapper
+
+
+def cached_api_list(request, answer: Callable[[], Response]) -> Response:
+    """An API list for shared visitors: `answer()`'s data kept per catalog version, path and
+    query (the serializers run once), rendered per request in the format it asks for."""
+    timeout = settings.HOME_CACHE_SECONDS
+    # the user as the API's authentication found it (a token, or a test's forced one)
+    if timeout <= 0 or not shared_visitor(request) or request.user.is_authenticated:
+        return answer()
+    key = _page_key(request) + ":data"
+    data = cache.get(key)
+    if data is None:
+        response = answer()
+        if response.status_code != 200:
+            return response
+        data = response.data
+        cache.set(key, data, timeout)
+    return Response(data)

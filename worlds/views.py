@@ -16,6 +16,7 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET, require_POST
 
 from worlds import selectors, services
+from worlds.catalog_cache import cached_for_visitors
 from worlds.covers import placeholder_svg
 from worlds.forms import WorldForm, render_form
 from worlds.models import Category, World, WorldStatus
@@ -48,6 +49,7 @@ def owner_only(view: Callable) -> Callable:
 
 
 @require_GET
+@cached_for_visitors
 @with_world
 def world_detail(request: HttpRequest, world: World) -> HttpResponse:
     context = {

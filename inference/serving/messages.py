@@ -544,16 +544,22 @@ class Player(Message):
         return cls(_str(body.get("channel")), _slot(body.get("slot")))
 
 
+# A seat's socket: open, not opened yet, or closed within the reconnect grace (seat kept).
+SEAT_STATES = ("connected", "joining", "reconnecting")
+
+
 @dataclass(frozen=True)
 class SeatInfo:
     slot: int
     name: str
     color: str
+    state: str = "connected"  # one of SEAT_STATES
 
 
 @dataclass(frozen=True)
 class Presence(Message):
-    """Who is seated now (sent on every join and leave); each consumer marks its own ``you``."""
+    """Who is seated now and whether their socket is on (sent on every join, leave, connect
+    and close); each consumer marks its own ``you``."""
 
     TYPE = "session.presence"
     players: tuple[SeatInfo, ...]
@@ -567,7 +573,12 @@ class Presence(Message):
         players = [p for p in raw if isinstance(p, dict)] if isinstance(raw, list) else []
         return cls(
             tuple(
-                SeatInfo(_slot(p.get("slot")), _str(p.get("name")), _str(p.get("color")))
+                SeatInfo(
+                    _slot(p.get("slot")),
+                    _str(p.get("name")),
+                    _str(p.get("color")),
+                    p.get("state") if p.get("state") in SEAT_STATES else "connected",
+                )
                 for p in players
             )
         )

@@ -49,6 +49,7 @@ class Placement(Protocol):
     def save_thumbnail(self, session_id: str, jpeg: bytes) -> None: ...
     def load_thumbnail(self, session_id: str) -> bytes | None: ...
     def delete_thumbnail(self, session_id: str) -> None: ...
+    def thumbnails_saved(self, session_ids: list[str]) -> set[str]: ...
     def record_frames(self, session_id: str, frames: int) -> None: ...
     def session_frames(self, session_id: str) -> int: ...
     def reap(self, *, stale_s: float = STALE_S) -> tuple[list[str], list[tuple[str, str]]]: ...
@@ -418,6 +419,16 @@ class RedisPlacement:
     def delete_thumbnail(self, session_id: str) -> None:
         self._r.delete(self._key("thumb", str(session_id)))
 
+    def thumbnails_saved(self, session_ids: list[str]) -> set[str]:
+        """Which of these sessions have a thumbnail: one round trip, no image bytes."""
+        ids = [str(sid) for sid in session_ids]
+        if not ids:
+            return set()
+        pipe = self._r.pipeline(transaction=False)
+        for sid in ids:
+            pipe.exists(self._key("thumb", sid))
+        return {sid for sid, found in zip(ids, pipe.execute(), strict=True) if found}
+
     def record_frames(self, session_id: str, frames: int) -> None:
         """Frames generated so far (the worker writes it; the web side copies it at the end)."""
         self._r.set(self._key("frames", str(session_id)), int(frames), ex=STATS_TTL_S)
@@ -646,6 +657,10 @@ class InMemoryPlacement:
     def delete_thumbnail(self, session_id: str) -> None:
         with self._lock:
             self._thumbnails.pop(str(session_id), None)
+
+    def thumbnails_saved(self, session_ids: list[str]) -> set[str]:
+        with self._lock:
+            return {str(sid) for sid in session_ids if str(sid) in self._thumbnails}
 
     def record_frames(self, session_id: str, frames: int) -> None:
         with self._lock:

@@ -926,6 +926,15 @@ class InferenceWorker:
             )
             for camera, data in frames
         ]
+        for camera, _ in frames:
+            session = self.sessions.get(camera.session_id)
+            if session is not None and not session.thumbnail_saved and session.lead() is camera:
+                # The Live listing shows a session only once its thumbnail exists: save the
+                # lead's first frame now, not with the next snapshot seconds later (snapshots
+                # keep it fresh from then on).
+                session.thumbnail_saved = True
+                sid, jpeg = session.session_id, camera.last_jpeg
+                sends.append(asyncio.to_thread(self.placement.save_thumbnail, sid, jpeg))
         for result in await asyncio.gather(*sends, return_exceptions=True):
             if isinstance(result, Exception):
                 log.warning("worker %s: frame send failed: %s", self.name, result)

@@ -1,12 +1,15 @@
 // Who is in a shared world: the presence list of the play and watch pages (protocol v1
 // "presence", and "players" on "status"). `ParallaxPresence.attach({list, count, onRemove})`
 // returns {update(players)}; each player shows as a colour dot, their name and "you" on your own
-// line. With onRemove (the session's creator), every other player gets a "Remove" button and
-// onRemove(player) is called when it is pressed.
+// line; a player whose socket closed (their seat kept for the reconnect grace) is marked
+// "reconnecting…", one whose socket has not opened yet "joining…". With onRemove (the
+// session's creator), every other player gets a "Remove" button and onRemove(player) is called
+// when it is pressed.
 (() => {
   "use strict";
 
   const COLOR = /^#[0-9a-f]{3,8}$/i; // only a CSS hex reaches the style attribute
+  const AWAY = { reconnecting: "reconnecting…", joining: "joining…" }; // presence "state"s
 
   function attach({ list, count, onRemove } = {}) {
     let players = [];
@@ -25,6 +28,14 @@
       name.className = "presence-name";
       name.textContent = player.name;
       li.append(dot, name);
+      const away = Object.hasOwn(AWAY, player.state) ? AWAY[player.state] : "";
+      if (away) {
+        li.classList.add(`is-${player.state}`);
+        const state = document.createElement("span");
+        state.className = "presence-state";
+        state.textContent = away;
+        li.append(state);
+      }
       if (player.you) {
         const you = document.createElement("span");
         you.className = "presence-you";

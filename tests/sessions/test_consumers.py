@@ -486,27 +486,39 @@ async def test_a_message_that_fails_unforeseen_gets_an_error_and_the_socket_live
     assert pong["t"] == 5
 
 
+@sync_to_async
+def _two_seats():
+    """A shared session with its host in slot 0 and a guest in slot 1: their cookies, the
+    guest's seat."""
+    host, guest = make_user(), make_user()
+    session, _ = services.session_create(
+        world_slug=make_world().slug, user=host, session_key="", client_ip="10.1.1.1", shared=True
+    )
+    _, seat, _ = seats.seat_join(
+        session_id=session.id, user=guest, session_key="", client_ip="10.1.1.2"
+    )
+    return session, _cookie_for(host), _cookie_for(guest), seat
+
+
+async def _presence(socket, **states) -> list[dict]:
+    """The players of the next presence in which each seat is in the state given
+    (``slot1="reconnecting"``); times out (and fails) if none comes."""
+    while True:
+        players = (await _json(socket, "presence"))["players"]
+        now = {f"slot{p['slot']}": p["state"] for p in players}
+        if all(now.get(slot) == state for slot, state in states.items()):
+            return players
+
+
 async def test_a_player_who_leaves_a_shared_world_has_their_socket_ended(worker_slots):
     # the Leave button's DELETE freed the seat but the socket stayed open: its page kept
     # hearing the session's "live" status and went back to live a second after leaving
     worker_slots.add(capacity=2)
-
-    @sync_to_async
-    def two_seats():
-        host, guest = make_user(), make_user()
-        session, _ = services.session_create(
-            world_slug=make_world().slug, user=host, session_key="", client_ip="10.1.1.1",
-            shared=True,
-        )  # fmt: skip
-        _, seat, _ = seats.seat_join(
-            session_id=session.id, user=guest, session_key="", client_ip="10.1.1.2"
-        )
-        return session, _cookie_for(host), _cookie_for(guest), seat
-
-    session, host_key, guest_key, guest_seat = await two_seats()
+    session, host_key, guest_key, guest_seat = await _two_seats()
     path = f"/ws/play/{session.id}/"
     host, guest = _socket(path, host_key), _socket(path, guest_key)
     assert (await host.connect(WAIT))[0] and (await guest.connect(WAIT))[0]
+    await _presence(host, slot1="connected")
     await sync_to_async(seats.seat_leave)(seat=guest_seat, reason=EndReason.PLAYER)
     ended = await _status(guest, "ended")
     code = await _closed_with(guest)
@@ -516,6 +528,41 @@ async def test_a_player_who_leaves_a_shared_world_has_their_socket_ended(worker_
     await host.disconnect()
     assert (ended["reason"], code) == ("left", 4410)
     assert [p["slot"] for p in presence["players"]] == [0] and pong["t"] == 1
+
+
+async def test_a_player_whose_socket_closed_shows_as_reconnecting_until_they_are_back(
+    worker_slots,
+):
+    # presence said who held a seat, not who was there: a player gone within the reconnect
+    # grace looked the same as one playing
+    worker_slots.add(capacity=2)
+    session, host_key, guest_key, _ = await _two_seats()
+    path = f"/ws/play/{session.id}/"
+    host = _socket(path, host_key)
+    assert (await host.connect(WAIT))[0]
+    first = await _json(host, "status")
+    guest = _socket(path, guest_key)
+    assert (await guest.connect(WAIT))[0]
+    await _presence(host, slot1="connected")
+    watcher = _socket(f"/ws/watch/{session.id}/")
+    assert (await watcher.connect(WAIT))[0]
+    await guest.disconnect()
+    away = await _presence(host, slot1="reconnecting")
+    watched = await _presence(watcher, slot1="reconnecting")
+    again = _socket(path, guest_key)
+    assert (await again.connect(WAIT))[0]
+    back = await _presence(host, slot1="connected")
+    for socket in (again, watcher, host):
+        await socket.disconnect()
+    # the host's own first status already counts them in; the guest had no socket yet
+    assert [(p["slot"], p["state"], p["you"]) for p in first["players"]] == [
+        (0, "connected", True),
+        (1, "joining", False),
+    ]
+    # still seated (the grace keeps the seat), and said to be away, to players and spectators
+    assert [(p["slot"], p["state"]) for p in away] == [(0, "connected"), (1, "reconnecting")]
+    assert [(p["slot"], p["state"]) for p in watched] == [(0, "connected"), (1, "reconnecting")]
+    assert [(p["slot"], p["state"]) for p in back] == [(0, "connected"), (1, "connected")]
 
 
 # --- story picks and dialogue ----------------------------------------------------------------

@@ -2,11 +2,14 @@
 real Redis channel layer and placement: frames, the echoed input seq, spectators, and a
 reconnect that resumes the same world."""
 
+import asyncio
 import json
 
 import pytest
+import simplejpeg
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from rest_framework.test import APIClient
 
 from inference.serving.frames import HEADER_SIZE, decode_header
 from inference.world.engine import WorldEngine
@@ -121,6 +124,48 @@ async def test_a_world_event_is_screened_applied_and_answered(worker):
         None,
         True,
     )
+
+
+def _live_ids_and_pictures() -> tuple[list[str], list[tuple[int, str, bytes]]]:
+    """The ids /api/live/ lists, and what each card's thumbnail URL answers."""
+    client = APIClient()
+    rows = client.get("/api/live/").json()["results"]
+    pictures = [client.get(row["thumbnail_url"]) for row in rows]
+    return [row["id"] for row in rows], [
+        (p.status_code, p.get("Content-Type", ""), p.content) for p in pictures
+    ]
+
+
+async def test_a_session_on_the_live_listing_has_a_thumbnail_from_its_first_frame(
+    clean_placement, engine
+):
+    # It was listed as soon as it was placed, and its thumbnail came with the first snapshot
+    # seconds later: a card whose picture answered 404 meanwhile. Snapshots here are an hour
+    # apart, so the thumbnail can only come with the first frame.
+    async with running_worker(
+        layer=get_channel_layer(),
+        placement=clean_placement,
+        engine=engine,
+        capacity=2,
+        snapshot_every_s=3600,
+    ):
+        session, key = await _placed_session()
+        before, _ = await sync_to_async(_live_ids_and_pictures)()
+        socket = _socket(f"/ws/play/{session.id}/", key)
+        assert (await socket.connect(WAIT))[0]
+        [(_, frame)] = await _frames(socket, 1)
+        pictures = []
+        for _ in range(50):  # the frame and the thumbnail leave the worker together
+            ids, pictures = await sync_to_async(_live_ids_and_pictures)()
+            if ids:
+                break
+            await asyncio.sleep(0.1)
+        await socket.disconnect()
+    assert str(session.id) not in before  # placed, playing, but no picture yet
+    assert ids == [str(session.id)], "listed once its first frame was sent"
+    [(code, content_type, jpeg)] = pictures
+    assert (code, content_type) == (200, "image/jpeg")
+    assert simplejpeg.decode_jpeg(jpeg).shape == simplejpeg.decode_jpeg(frame).shape  # a frame
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from sessions.models import PlaySession, Seat, SessionStatus
+from sessions.worker_client import get_placement
 from tests.sessions.play_fixtures import make_user, make_world
 from tests.worlds.moderation.conftest import moderators_group
 from worlds.models import Category
@@ -220,6 +221,8 @@ def test_the_live_listing_shows_public_sessions_busiest_first(player, worker_slo
     for _ in range(2):
         _join(APIClient(), busy["id"])
     hidden = _shared(make_user(), public=False)
+    for session in (quiet, busy, hidden):
+        get_placement().save_thumbnail(session["id"], b"\xff\xd8jpeg")  # as their worker does
     body = APIClient().get("/api/live/").json()
     ids = [row["id"] for row in body["results"]]
     assert ids[:2] == [busy["id"], quiet["id"]] and hidden["id"] not in ids
@@ -230,9 +233,20 @@ def test_the_live_listing_shows_public_sessions_busiest_first(player, worker_slo
     assert row["world"]["title"].startswith("Pine forest")
 
 
-def test_a_thumbnail_is_the_latest_frame_and_private_sessions_have_none(player, worker_slots):
-    from sessions.worker_client import get_placement
+def test_a_session_is_listed_live_only_once_its_thumbnail_can_be_fetched(player, worker_slots):
+    worker_slots.add(capacity=8)
+    shown, waiting = _shared(player), _shared(make_user())
+    get_placement().save_thumbnail(shown["id"], b"\xff\xd8jpeg")
+    rows = APIClient().get("/api/live/").json()["results"]
+    assert [row["id"] for row in rows] == [shown["id"]]
+    picture = APIClient().get(rows[0]["thumbnail_url"])
+    assert (picture.status_code, picture["Content-Type"]) == (200, "image/jpeg")
+    assert APIClient().get(f"/api/sessions/{waiting['id']}/thumbnail.jpg").status_code == 404
+    get_placement().delete_thumbnail(shown["id"])  # as the worker does at the end
+    assert APIClient().get("/api/live/").json()["results"] == []
 
+
+def test_a_thumbnail_is_the_latest_frame_and_private_sessions_have_none(player, worker_slots):
     worker_slots.add(capacity=8)
     public, private = _shared(player), _shared(make_user(), public=False)
     url = f"/api/sessions/{public['id']}/thumbnail.jpg"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -56,6 +57,51 @@ def suspension_active(*, user) -> Suspension | None:
     if not active:
         return None
     return max(active, key=lambda s: (s.ends_at is None, s.ends_at or s.starts_at))
+
+
+# --- Targets by key ---------------------------------------------------------------------------
+# Reports, actions and the API name a world by slug or pk, a user by username or pk, a session
+# by its UUID. Any other key names nothing: None, never an error (a report holding one used
+# to make the whole queue answer 500).
+
+
+def _as_pk(key: str) -> int | None:
+    """The integer primary key a target id names, or None for a slug or username.
+
+    ASCII digits only: "²".isdigit() is true but int("²") raises, which answered 500.
+    """
+    return int(key) if key.isascii() and key.isdigit() else None
+
+
+def world_by_key(key: str) -> World | None:
+    worlds = World.objects.select_related("creator")
+    world = worlds.filter(slug=key).first()
+    if world is None and (pk := _as_pk(key)) is not None:
+        world = worlds.filter(pk=pk).first()
+    return world
+
+
+def user_by_key(key: str) -> AbstractBaseUser | None:
+    users = get_user_model().objects
+    user = users.filter(username=key).first()
+    if user is None and (pk := _as_pk(key)) is not None:
+        user = users.filter(pk=pk).first()
+    return user
+
+
+def session_by_key(key: str) -> PlaySession | None:
+    try:
+        session_id = uuid.UUID(str(key))
+    except ValueError:
+        return None
+    return PlaySession.objects.select_related("world", "player").filter(pk=session_id).first()
+
+
+def target_keys(*, world: World | None = None, user: AbstractBaseUser | None = None) -> list[str]:
+    """Every key a report may name this world or user by (pk and slug, pk and username)."""
+    if world is not None:
+        return [str(world.pk), world.slug]
+    return [str(user.pk), user.get_username()] if user is not None else []
 
 
 @dataclass
@@ -140,13 +186,11 @@ def _fill_context(items: list[QueueItem]) -> None:
 def _fill_target(item: QueueItem) -> None:
     first = item.reports[0] if item.reports else None
     if item.target_type == TargetType.WORLD:
-        item.world = World.objects.select_related("creator").filter(pk=item.target_id).first()
+        item.world = world_by_key(item.target_id)
     elif item.target_type == TargetType.USER:
-        item.target_user = get_user_model().objects.filter(pk=item.target_id).first()
+        item.target_user = user_by_key(item.target_id)
     elif item.target_type == TargetType.SESSION:
-        item.session = (
-            PlaySession.objects.select_related("world", "player").filter(pk=item.target_id).first()
-        )
+        item.session = session_by_key(item.target_id)
         item.world = item.session.world if item.session else None
         named = next((r.target_user for r in item.reports if r.player_name and r.target_user), None)
         # A report naming a shared session's player is about them, not whoever started it.
@@ -251,9 +295,4 @@ def recent_prompts(*, session_id, limit: int = 10) -> list[dict]:
 
 def session_for_moderator(*, user, session_id) -> PlaySession | None:
     """Any session (private ones too) when the viewer is a moderator; None otherwise."""
-    if not is_moderator(user):
-        return None
-    try:
-        return PlaySession.objects.select_related("world", "player").filter(pk=session_id).first()
-    except (ValueError, TypeError):
-        return None
+    return session_by_key(str(session_id)) if is_moderator(user) else None

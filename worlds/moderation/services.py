@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from sessions import services as session_services
@@ -37,8 +36,12 @@ from worlds.moderation.models import (
 from worlds.moderation.policy import ensure_not_suspended
 from worlds.moderation.selectors import (
     is_moderator,
+    session_by_key,
     suspension_active,
+    target_keys,
     unlisted_by_moderation,
+    user_by_key,
+    world_by_key,
     world_removal,
 )
 
@@ -97,21 +100,10 @@ def target_resolve(*, target_type: str, target_id: str) -> Target:
     raise _invalid("target_type", "Choose world, session, user or text.")
 
 
-def _as_pk(key: str) -> int | None:
-    """The integer primary key a target id names, or None for a slug or username.
-
-    ASCII digits only: "²".isdigit() is true but int("²") raises, which answered 500.
-    """
-    return int(key) if key.isascii() and key.isdigit() else None
-
-
 def _world_by_key(key: str, creator: AbstractBaseUser | None = None) -> World:
     """A world by slug or pk; with `creator`, one of theirs: anyone else's answers as an id
     nobody has, so their drafts and removed worlds cannot be told apart from unknown ids."""
-    world = World.objects.select_related("creator").filter(slug=key).first()
-    pk = _as_pk(key)
-    if world is None and pk is not None:
-        world = World.objects.select_related("creator").filter(pk=pk).first()
+    world = world_by_key(key)
     if world is None or (creator is not None and world.creator_id != creator.pk):
         raise _invalid("target_id", "No world with this id.")
     return world
@@ -124,21 +116,14 @@ def appealable_world(*, key: str, by: AbstractBaseUser) -> World:
 
 
 def _user_by_key(key: str) -> AbstractBaseUser:
-    user = get_user_model().objects.filter(username=key).first()
-    pk = _as_pk(key)
-    if user is None and pk is not None:
-        user = get_user_model().objects.filter(pk=pk).first()
+    user = user_by_key(key)
     if user is None:
         raise _invalid("target_id", "No user with this id.")
     return user
 
 
 def _session_by_key(key: str) -> PlaySession:
-    try:
-        session_id = uuid.UUID(key)
-    except ValueError:
-        raise _invalid("target_id", "A session id is a UUID.") from None
-    session = PlaySession.objects.select_related("world", "player").filter(pk=session_id).first()
+    session = session_by_key(key)
     if session is None:
         raise _invalid("target_id", "No session with this id.")
     return session
@@ -203,10 +188,7 @@ def report_create(
         target, player_name = _report_player(target, player_slot)
     if target.user is not None and target.user.pk == reporter.pk and target_type == "user":
         raise _invalid("target_id", "You cannot report yourself.")
-    open_reports = Report.objects.filter(
-        reporter=reporter, target_type=target.type, target_id=target.id, status=ReportStatus.OPEN
-    )
-    if open_reports.exists():
+    if _open_reports(target).filter(reporter=reporter).exists():
         raise _invalid("target_id", "You already reported this; a moderator will look at it.")
     _rate_limit(reporter)
     try:
@@ -338,11 +320,23 @@ def action_take(
     return action
 
 
+def _open_reports(target: Target) -> QuerySet[Report]:
+    """The target's open reports, whichever key each names it by: a world's report may hold
+    its slug or its pk (a user's, the username or pk), and one left open under its other key
+    stayed in the queue after every action."""
+    keys = {target.id}
+    if target.type == TargetType.WORLD:
+        keys |= set(target_keys(world=target.world))
+    elif target.type == TargetType.USER:
+        keys |= set(target_keys(user=target.user))
+    return Report.objects.filter(
+        target_type=target.type, target_id__in=keys, status=ReportStatus.OPEN
+    )
+
+
 def _close_reports(*, target: Target, action: ModerationAction) -> None:
     status = ReportStatus.DISMISSED if action.kind == ActionKind.DISMISS else ReportStatus.RESOLVED
-    Report.objects.filter(
-        target_type=target.type, target_id=target.id, status=ReportStatus.OPEN
-    ).update(status=status, closed_at=timezone.now(), closed_by_action=action)
+    _open_reports(target).update(status=status, closed_at=timezone.now(), closed_by_action=action)
 
 
 def _require_world(target: Target) -> World:
@@ -377,10 +371,7 @@ def _approved_status(world: World) -> str:
 
 
 def _effect_dismiss(*, target: Target, moderator, reason, days):
-    open_count = Report.objects.filter(
-        target_type=target.type, target_id=target.id, status=ReportStatus.OPEN
-    ).count()
-    before = {"open_reports": open_count}
+    before = {"open_reports": _open_reports(target).count()}
     after = {"open_reports": 0}
     world = target.world
     if target.type == TargetType.WORLD and world is not None:

@@ -31,7 +31,10 @@ def moderator_required(view: Callable) -> Callable:
 
 def _safe_next(request: HttpRequest, fallback: str) -> str:
     target = request.POST.get("next") or request.GET.get("next") or ""
-    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+    # A path on this site only: redirect() takes a bare word ("abc") for a view name, and
+    # answered 500 when none had it.
+    local = target.startswith("/")
+    if local and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         return target
     return fallback
 

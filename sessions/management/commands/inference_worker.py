@@ -11,6 +11,9 @@ import os
 import re
 import signal
 import socket
+import threading
+import time
+import tracemalloc
 
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -22,6 +25,29 @@ from sessions.worker_client import screen_generated_line
 from sessions.world_store import StorageWorldStore
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")  # a valid channel-name part
+
+
+def start_tracemalloc_reports(every_s: float, out) -> None:
+    """Every ``every_s`` seconds, write to ``out`` the 15 allocation sites whose size changed
+    most since now (the call: when the worker is ready)."""
+    tracemalloc.start()  # a no-op where PYTHONTRACEMALLOC started it
+    # Only blocks from now on: the ~1M traced at import make each snapshot hold the GIL past
+    # the heartbeat deadline, and the worker is reaped (seen in bench/soak.py).
+    tracemalloc.clear_traces()
+
+    def report() -> None:
+        first, since = tracemalloc.take_snapshot(), time.monotonic()
+        while True:
+            time.sleep(every_s)
+            top = tracemalloc.take_snapshot().compare_to(first, "lineno")[:15]
+            head = (
+                f"tracemalloc: top 15 sites by size, {time.monotonic() - since:.0f} s since ready"
+            )
+            out.write("\n".join([head, *map(str, top)]))
+            out.flush()
+
+    # A thread, not a task: the loop should not wait on comparing snapshots.
+    threading.Thread(target=report, name="tracemalloc", daemon=True).start()
 
 
 class Command(BaseCommand):
@@ -75,4 +101,6 @@ class Command(BaseCommand):
         if worker.ready.is_set():
             self.stdout.write(f"inference worker {worker.name} ready", ending="\n")
             self.stdout.flush()
+            if settings.TRACEMALLOC_EVERY_S > 0:  # leak hunting: bench/soak.py --tracemalloc
+                start_tracemalloc_reports(settings.TRACEMALLOC_EVERY_S, self.stdout)
         await runner

@@ -59,6 +59,9 @@ def test_every_inbox_message_survives_its_channel_layer_form(message):
         m.Player(channel="specific.abc!def", slot=2),
         m.Viewers(viewers=4),
         m.Presence(players=(m.SeatInfo(0, "Ada", "#dc2828"), m.SeatInfo(3, "Guest 4", "#dc32dc"))),
+        m.Presence(
+            players=(m.SeatInfo(0, "Ada", "#dc2828", "reconnecting"), m.SeatInfo(1, "B", "#fff"))
+        ),
         m.Removed(slot=3, reason="spamming"),
     ],
     ids=lambda msg: msg.TYPE,
@@ -101,6 +104,10 @@ def test_garbage_fields_become_empty_values_the_worker_refuses():
     assert m.parse_inbox({"type": "session.input", "slot": 10**9}).slot == 0
     assert m.parse_inbox({"type": "session.unseat", "slot": "x"}).slot == -1
     assert m.Presence.from_message({"players": "everyone"}).players == ()
+    # a seat state nobody defined reads as connected, as a presence from before states did
+    for state in ("gone", ["reconnecting"], None):
+        body = {"players": [{"slot": 1, "name": "Ada", "state": state}]}
+        assert m.Presence.from_message(body).players[0].state == "connected"
     assert m.Choices.from_message({"votes": [1], "closes_in": float("nan")}).closes_in is None
     # only a true `refused` is one, and a refused line carries no words
     say = m.parse_inbox({"type": "session.say", "text": "hi", "refused": "yes"})

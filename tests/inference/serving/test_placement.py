@@ -329,6 +329,16 @@ def test_thumbnails_round_trip_apart_from_snapshots(placement):
     assert placement.load_thumbnail("nobody") is None
 
 
+def test_it_tells_which_sessions_have_a_thumbnail_in_one_call(placement):
+    placement.save_thumbnail("s1", b"jpeg")
+    placement.save_thumbnail("s3", b"jpeg")
+    placement.save_snapshot("s2", b"state")  # a snapshot is no thumbnail
+    assert placement.thumbnails_saved(["s1", "s2", "s3", "nobody"]) == {"s1", "s3"}
+    placement.delete_thumbnail("s1")
+    assert placement.thumbnails_saved(["s1", "s3"]) == {"s3"}
+    assert placement.thumbnails_saved([]) == set()
+
+
 def test_a_thumbnail_in_redis_expires_like_a_snapshot(redis_url):
     placement = RedisPlacement(redis_url, prefix=f"px:test:{uuid.uuid4().hex}")
     placement.save_thumbnail("s1", b"jpeg")
