@@ -4,7 +4,9 @@
 
 Only concepts of the "train" split are seen: their icons (sprites), their behaviour labels and
 their names and descriptions (`data/concept_descriptions.tsv`). The reader learns from texts
-generated from them: events and prompts naming none, one or two concepts, each span labelled.
+generated from them: events and prompts naming none, one or two concepts, each span labelled,
+and the world model's own creature and thing events (`spec.DRAWN_NAMES`, read beside the
+concepts when serving), whose every span names that one or nothing new.
 A fifth of the description rows, by a hash of the phrase, is kept back as the tuning split
 that `training.sweep_reader` fits the reader's threshold on. `data/concepts_frozen.tsv` is
 never read here. Prints its progress and a table of the final losses.
@@ -48,6 +50,7 @@ SCENES = ("{p} with {s}", "{s} in {p}", "{p} with {s} and {o}", "{s} by {p} at d
 READER_TEXTS = 24000
 EMBED_CACHE = Path("var/icons/embeddings.npz")
 SPANS_PER_TEXT = 6
+DRAWN = 1 << 16  # a span label from here on: the model's own spec.DRAWN_NAMES[label - DRAWN]
 
 
 def read_tsv(path: Path) -> list[tuple[str, str]]:
@@ -108,10 +111,21 @@ def _nothing(rng: np.random.Generator, said: list[str]) -> str:
     return phrasing.event_for(rng, kind, int(rng.integers(size)), "train")
 
 
+def _drawn_event(rng: np.random.Generator) -> tuple[str, int]:
+    """One of the world model's own creature or thing events, as its phrasing banks say it,
+    and the index of what it names in `spec.DRAWN_NAMES`."""
+    kind = "creature" if rng.random() < 0.5 else "thing"
+    value = int(rng.integers(len(ws.CREATURES if kind == "creature" else ws.THINGS)))
+    drawn = value if kind == "creature" else len(ws.CREATURES) + value
+    return phrasing.event_for(rng, kind, value, "train"), drawn
+
+
 def reader_corpus(rng: np.random.Generator, concepts) -> list[tuple[str, list[tuple[str, int]]]]:
     """Texts naming none, one or two trained concepts (by name or description, in events and
     prompts), each with some of its spans labelled: the concept whose words alone it holds,
-    else -1 (none: template words, two concepts at once, the sky, the time, the place)."""
+    else -1 (none: template words, two concepts at once, the sky, the time, the place). A
+    span of one of the model's own events is labelled `DRAWN + j` (`spec.DRAWN_NAMES[j]`):
+    its drawn one, or nothing new."""
     trained = [c for c in concepts if c.split == "train"]
     by_name = {c.name: c for c in trained}
     descriptions: dict[int, list[str]] = {}
@@ -124,7 +138,12 @@ def reader_corpus(rng: np.random.Generator, concepts) -> list[tuple[str, list[tu
         a, b = (trained[int(i)] for i in rng.integers(len(trained), size=2))
         sa, sb = _said(rng, a, descriptions), _said(rng, b, descriptions)
         r = rng.random()
-        if r < 0.2:
+        if r < 0.12:  # the model's own: alone, or beside a concept ("a fox and a dragon")
+            event, drawn = _drawn_event(rng)
+            parts = [(event, DRAWN + drawn)]
+            if rng.random() < 0.3:
+                parts += [(str(rng.choice([" and ", " next to "])), -1), (sa, a.index)]
+        elif r < 0.25:
             parts = [(_nothing(rng, nothing), -1)]
         elif r < 0.55:
             head, _, tail = str(rng.choice(SINGLES)).partition("{}")
@@ -185,6 +204,37 @@ def _embed_all(texts: list[str], batch: int = 4096) -> np.ndarray:
     return np.stack([known[t] for t in texts])
 
 
+def _twin_table(concepts, key_of: torch.Tensor) -> torch.Tensor:
+    """(D, T) for each of the model's own names, the trained concepts of the same name (the
+    emoji fox is the model's fox: a span may read as either), padded with -1."""
+    rows = []
+    for name in ws.DRAWN_NAMES:
+        said = {name, *phrasing.CREATURE_NOUNS.get(name, [])}
+        rows.append(
+            [int(key_of[c.index]) for c in concepts if c.split == "train" and said & set(c.names)]
+        )
+    width = max(1, *(len(r) for r in rows))
+    return torch.tensor([r + [-1] * (width - len(r)) for r in rows])
+
+
+def _read_loss(
+    logits: torch.Tensor, target: torch.Tensor, own: torch.Tensor, twins: torch.Tensor, none: int
+) -> torch.Tensor:
+    """Cross-entropy on a concept or none; a span of the model's own event may be its drawn
+    one, a twin of it, or none (all the same to the engine: nothing new is placed), so its
+    loss is that set's summed chance."""
+    plain = F.cross_entropy(logits, target, label_smoothing=0.05, reduction="none")
+    allowed = torch.zeros_like(logits, dtype=torch.bool)
+    allowed[torch.arange(len(target)), target] = True
+    allowed[:, none] |= own
+    twin = twins[(target - (none - len(twins))).clamp(0, len(twins) - 1)]  # (B, T)
+    rows = torch.arange(len(target))[:, None].expand_as(twin)
+    ok = (twin >= 0) & own[:, None]
+    allowed[rows[ok], twin[ok]] = True
+    owned = -(torch.logsumexp(logits.masked_fill(~allowed, -1e9), -1) - torch.logsumexp(logits, -1))
+    return torch.where(own, owned, plain).mean()
+
+
 def train(images: Path, steps: int, seed: int, log_every: int = 500) -> ConceptModel:
     torch.manual_seed(seed)
     concepts = vocab.load()
@@ -206,10 +256,16 @@ def train(images: Path, steps: int, seed: int, log_every: int = 500) -> ConceptM
     corpus = reader_corpus(np.random.default_rng(seed), concepts)
     span_vecs, text_vecs, span_of = embed_corpus(corpus)
     print(f"{len(train_idx)} concepts, {len(name_rows)} names, {len(corpus)} reader texts")
-    name_keys = torch.from_numpy(names)[train_idx]  # only trained concepts are candidates
-    key_of = torch.full((len(concepts) + 1,), len(train_idx), dtype=torch.long)  # -1: none
+    # only trained concepts are candidates, and the model's own names after them
+    drawn = torch.from_numpy(text_encoder.embed(list(ws.DRAWN_NAMES)))
+    name_keys = torch.cat([torch.from_numpy(names)[train_idx], drawn])
+    none = len(name_keys)
+    key_of = torch.full((len(concepts) + 1,), none, dtype=torch.long)  # -1: none
     key_of[train_idx] = torch.arange(len(train_idx))
-    span_target = key_of[span_of]
+    own = span_of >= DRAWN
+    plain = key_of[torch.where(own, -1, span_of)]
+    span_target = torch.where(own, len(train_idx) + span_of - DRAWN, plain)
+    twins = _twin_table(concepts, key_of)
 
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, 3e-3, total_steps=steps, pct_start=0.05)
@@ -226,7 +282,7 @@ def train(images: Path, steps: int, seed: int, log_every: int = 500) -> ConceptM
         pick = torch.randint(len(span_vecs), (512,))
         keys = model.reader.keys(name_keys)
         logits = model.reader.logits(span_vecs[pick], text_vecs[pick], keys)
-        l_read = F.cross_entropy(logits, span_target[pick], label_smoothing=0.05)
+        l_read = _read_loss(logits, span_target[pick], own[pick], twins, none)
         loss = 10 * l_sprite + l_motion + l_light + l_read
         opt.zero_grad()
         loss.backward()

@@ -169,7 +169,7 @@ class WorldEngine:
         creature = named_choice(
             int(heads["creature"].argmax()) - 1, phrases.creature, plain=NAMED_PLAIN
         )
-        objects = self._new_things(prompt, {"creature": creature, "thing": -1})
+        objects = self._new_things(prompt)
         return PromptReading(
             text=prompt,
             biome_probs=biome_mix(
@@ -254,7 +254,7 @@ class WorldEngine:
         choice["thing"] = named_choice(choice["thing"], phrases.thing, THING_SUPPORT_MIN)
         if phrases.lacks is not None and choice["creature"] < 0:
             _drop_the_setting(choice, phrases, text)
-        choice["objects"] = self._new_things(text, choice)
+        choice["objects"] = self._new_things(text)
         if all(v < 0 for k, v in choice.items() if k != "objects") and not choice["objects"]:
             reason = "no world event recognised in the text"
             if lacking := _lacking(phrases):  # say what it lacks where the text plainly names it
@@ -262,15 +262,11 @@ class WorldEngine:
             raise UnsupportedEvent(reason, suggest=self.nearest_events(text))
         return choice
 
-    def _new_things(self, text: str, choice: dict) -> list[Match]:
-        """The open-vocabulary things a text names, but for the model's own creature or thing
-        it already chose ("a fox appears" is the fox it has, not a second one): the concept
-        the reader reads in that one's plain name."""
-        found = self.reader.things(text)
-        own = [ws.CREATURES[choice["creature"]]] if choice["creature"] >= 0 else []
-        own += [ws.THINGS[choice["thing"]].replace("_", " ")] if choice["thing"] >= 0 else []
-        same = {self.reader.ranked(name, 1)[0].concept.name for name in own}
-        return [m for m in found if m.concept.name not in same]
+    def _new_things(self, text: str) -> list[Match]:
+        """The open-vocabulary things a text names, read beside the model's own creatures and
+        things: words that name one of those are the model's ("a fox appears" is the fox it
+        has, not a second one) and place nothing new."""
+        return self.reader.things(text, known=ws.DRAWN_NAMES)
 
     def nearest_events(self, text: str, n: int = SUGGESTIONS) -> tuple[str, ...]:
         """The plain phrasings of the `n` events nearest in meaning to a text, at most two of a
@@ -527,9 +523,10 @@ class WorldEngine:
         fly = BEHAVIOURS.index("flies")
         seen = [
             o
-            for o in sorted(world.objects, key=lambda o: o.motion == fly)
+            for o in world.objects
             if -s < o.x - left - h < ws.FRAME and -s < o.y - top - h < ws.FRAME
         ]
+        seen.sort(key=lambda o: o.motion == fly)  # only what is in view, stably
         for i, o in enumerate(seen):
             things[i] = (self._sprite_rows[o.concept], o.x - left - h, o.y - top - h)
         lit = [(o.x - left, o.y - top) for o in seen if o.light][:MAX_LIGHTS]

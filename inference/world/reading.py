@@ -4,7 +4,8 @@ A text's short spans (1 to 4 words, and the whole text) are embedded with MiniLM
 the trained `ReaderHead` with the whole text as context: for each span, the probability that
 it names each concept of the vocabulary, or none. A span names its likeliest concept when it
 is sure enough to name something (`ConceptModel.name_min`); overlapping spans keep the surer,
-and a text's further things must each be sure of their concept (`more_min`). Both thresholds
+and a text's further things must each name something other than what was read before them
+(`more_min`). Both thresholds
 are fitted by `training.sweep_reader` on the tuning split. No word list and no rule for a
 wording: what is read is what the data and the heads say.
 """
@@ -51,6 +52,7 @@ class Reader:
         self._lock = threading.Lock()
         self._keys: torch.Tensor | None = None  # (N, 384) name embeddings, made on first use
         self._name_keys: torch.Tensor | None = None
+        self._known_cache: dict[tuple[str, ...], tuple[torch.Tensor, frozenset[int]]] = {}
 
     @classmethod
     def load(cls) -> Reader:
@@ -74,14 +76,18 @@ class Reader:
         return self._name_keys
 
     @torch.no_grad()
-    def read(self, text: str) -> tuple[list[tuple[str, tuple[int, int]]], np.ndarray]:
+    def read(
+        self, text: str, extra: torch.Tensor | None = None
+    ) -> tuple[list[tuple[str, tuple[int, int]]], np.ndarray]:
         """A text's spans and (S, N + 1) the probability that each names each concept, or
-        none (last column), read with the whole text as its context."""
+        none (last column), read with the whole text as its context; ``extra`` reader keys
+        (K, 384) join the vocabulary for this read as columns N..N+K-1."""
         spans = _spans(text)
         whole = " ".join(_words(text)) or text.lower()
         emb = torch.from_numpy(text_encoder.embed([s for s, _ in spans] + [whole]))
         context = emb[-1:].expand(len(spans), -1)
-        logits = self.model.reader.logits(emb[:-1], context, self.name_keys)
+        keys = self.name_keys if extra is None else torch.cat([self.name_keys, extra])
+        logits = self.model.reader.logits(emb[:-1], context, keys)
         return spans, torch.softmax(logits, -1).numpy()
 
     def ranked(self, text: str, k: int = 3) -> list[Match]:
@@ -96,29 +102,63 @@ class Reader:
             for i in order
         ]
 
-    def things(self, text: str, limit: int = MAX_THINGS) -> list[Match]:
+    def things(
+        self, text: str, limit: int = MAX_THINGS, known: tuple[str, ...] = ()
+    ) -> list[Match]:
         """The concepts a text names, surest first: each span whose chance of naming some
         concept (not none) reaches the first threshold names its likeliest one (so near
         twins, "sailboat" and "speedboat", split no vote); spans overlapping a surer one are
-        dropped, and a second or third thing must be that concept at least as surely as the
-        second threshold says."""
-        spans, probs = self.read(text)
+        dropped, and a second or third thing's span must name something other than the
+        things read before it at least as surely as the second threshold says.
+
+        ``known`` names what the caller draws by itself (the world model's own creatures and
+        things): they join the vocabulary for this read, and a span that names one of them, or
+        the vocabulary's twin of one, holds its words but is not returned ("a path appears"
+        is the model's path, not a gate beside it)."""
+        extra, twins = self._known(known)
+        spans, probs = self.read(text, extra)
+        n = len(self.concepts)
         top, score = probs[:, :-1].argmax(1), 1 - probs[:, -1]
-        sure = probs[:, :-1].max(1)
         floor, more = float(self.model.name_min), float(self.model.more_min)
         taken: list[tuple[int, int]] = []
+        read: list[int] = []  # columns read so far, the caller's own included
         out: list[Match] = []
         for i in np.argsort(-score, kind="stable"):
             if score[i] < floor or len(out) == limit:
                 break
             lo, hi = spans[i][1]
-            if any(lo < b and a < hi for a, b in taken) or (out and sure[i] < more):
+            if any(lo < b and a < hi for a, b in taken):
+                continue
+            # a further thing must be something else than what is read already: the words of
+            # one description each lean to it or a neighbour ("a grey giant", "a trunk")
+            if read and score[i] - probs[i, read].sum() < more:
                 continue
             taken.append((lo, hi))
+            read.append(int(top[i]))
+            if top[i] >= n or top[i] in twins:
+                continue  # the caller's own
             concept = self.concepts[int(top[i])]
             if all(m.concept is not concept for m in out):
                 out.append(Match(concept, float(score[i]), spans[i][0]))
         return out
+
+    def _known(self, names: tuple[str, ...]) -> tuple[torch.Tensor | None, frozenset[int]]:
+        """Reader keys for the caller's own names, and their twins in the vocabulary: the
+        concepts one of those names names too (the emoji fox is the model's fox), as the
+        reader was trained to take them; made once per set."""
+        if not names:
+            return None, frozenset()
+        with self._lock:
+            hit = self._known_cache.get(names)
+        if hit is None:
+            with torch.no_grad():
+                extra = self.model.reader.keys(torch.from_numpy(text_encoder.embed(list(names))))
+            said = set(names)
+            twins = frozenset(c.index for c in self.concepts if said & set(c.names))
+            hit = (extra, twins)
+            with self._lock:
+                self._known_cache[names] = hit
+        return hit
 
     @torch.no_grad()
     def behaviour(self, concept: Concept) -> Behaviour:

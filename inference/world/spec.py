@@ -85,6 +85,9 @@ CREATURES = (
     "butterfly",
     "ghost",
 )
+# The creatures and things the model draws itself, as words: the open-vocabulary reader reads
+# them beside its concepts, so their words place no second, open-vocabulary one.
+DRAWN_NAMES = (*CREATURES, *(t.replace("_", " ") for t in THINGS))
 
 # How people say the concepts whose names here are identifiers (the world page, the API).
 SHOWN = {
