@@ -18,7 +18,7 @@ from gallery.forms import LoginView, ProfileForm, SignUpForm
 from gallery.models import User
 from sessions.client_ip import client_ip
 from worlds import selectors
-from worlds.catalog_cache import cached_for_visitors, cached_fragment
+from worlds.catalog_cache import cached_for_visitors, cached_fragment, page_digest
 from worlds.forms import render_form
 from worlds.models import Category
 
@@ -26,14 +26,16 @@ PER_PAGE = 24
 login_view = LoginView.as_view()
 
 
-def _page(request: HttpRequest, queryset) -> dict:
-    """One page of worlds, which of them the viewer liked, and the query to keep across pages."""
+def _page(request: HttpRequest, queryset, liked: bool = True) -> dict:
+    """One page of worlds, which of them the viewer liked (none where not ``liked``: a page
+    for everyone), and the query to keep across pages."""
     page = Paginator(queryset, PER_PAGE).get_page(request.GET.get("page"))
     params = request.GET.copy()
     params.pop("page", None)
+    viewer = request.user if liked else None
     return {
         "page": page,
-        "liked": selectors.world_liked_ids(worlds=page.object_list, viewer=request.user),
+        "liked": selectors.world_liked_ids(worlds=page.object_list, viewer=viewer),
         "page_query": f"{params.urlencode()}&" if params else "",
     }
 
@@ -66,13 +68,21 @@ def category(request: HttpRequest, category: str) -> HttpResponse:
     if category not in Category.values:
         raise Http404("Unknown category")
     sort = _sort(request)
-    context = _page(request, selectors.world_list(category=category, sort=sort)) | {
-        "category": category,
-        "category_label": Category(category).label,
-        "sort": sort,
-        "sorts": selectors.SORTS,
-    }
-    return render(request, "gallery/category.html", context)
+    worlds = selectors.world_list(category=category, sort=sort)
+    label = Category(category).label
+
+    def grid(liked: bool) -> tuple[str, list[int]]:
+        page = _page(request, worlds, liked=liked)
+        html = render_to_string("gallery/_category_grid.html", page | {"category_label": label})
+        return html, [w.pk for w in page["page"].object_list]
+
+    # The cards are the same for everyone who liked none of them (the crowd, and most people
+    # signed in): rendered once per catalog version and page, and again only for a liker.
+    html, shown = cached_fragment(f"category-grid:{page_digest(request)}", lambda: grid(False))
+    if selectors.world_liked_ids(worlds=shown, viewer=request.user):
+        html, _ = grid(True)
+    context = {"grid_html": html, "category": category, "category_label": label, "sort": sort}
+    return render(request, "gallery/category.html", context | {"sorts": selectors.SORTS})
 
 
 @require_GET

@@ -27,8 +27,9 @@ def catalog_changed(**_signal_kwargs) -> None:
     cache.set(VERSION_KEY, time.time_ns(), timeout=None)
 
 
-def cached_fragment(name: str, render) -> str:
-    """`render()` once per catalog version and HOME_CACHE_SECONDS; 0 turns caching off."""
+def cached_fragment(name: str, render: Callable):
+    """`render()` (HTML, or anything that pickles) once per catalog version and
+    HOME_CACHE_SECONDS; 0 turns caching off."""
     timeout = settings.HOME_CACHE_SECONDS
     if timeout <= 0:
         return render()
@@ -51,9 +52,13 @@ def shared_visitor(request: HttpRequest) -> bool:
     )
 
 
+def page_digest(request: HttpRequest) -> str:
+    """A short digest of the page asked for: host, path and query."""
+    return hashlib.sha256(request.build_absolute_uri().encode()).hexdigest()[:32]
+
+
 def _page_key(request: HttpRequest) -> str:
-    path = hashlib.sha256(request.build_absolute_uri().encode()).hexdigest()[:32]
-    return f"catalog:page:{catalog_version()}:{path}"
+    return f"catalog:page:{catalog_version()}:{page_digest(request)}"
 
 
 def cached_for_visitors(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

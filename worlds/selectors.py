@@ -149,9 +149,10 @@ def world_is_liked(*, world: World, viewer: AbstractBaseUser | None) -> bool:
 
 
 def world_liked_ids(*, worlds, viewer: AbstractBaseUser | None) -> set[int]:
+    """Which of these worlds (or world ids) the viewer liked."""
     if viewer is None or not viewer.is_authenticated:
         return set()
-    ids = [w.pk for w in worlds]
+    ids = [w if isinstance(w, int) else w.pk for w in worlds]
     return set(
         Like.objects.filter(user=viewer, world_id__in=ids).values_list("world_id", flat=True)
     )

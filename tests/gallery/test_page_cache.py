@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from tests.worlds.factories import make_world
-from worlds.models import World, WorldStatus
+from worlds.models import Like, World, WorldStatus
 
 PAGES = ["/", "/c/games/", "/search/?q=copper", "/u/{user}/", "/w/{slug}/"]
 
@@ -32,8 +32,9 @@ def test_an_anonymous_page_is_rendered_once_and_shared(owner, settings, page):
     assert again == first and world_queries == 0
 
 
-# (the home page's rows are one fragment for everyone, signed in or not)
-@pytest.mark.parametrize("page", PAGES[1:])
+# (the home page's rows and a category's cards are one fragment for everyone who liked none of
+# them, signed in or not)
+@pytest.mark.parametrize("page", PAGES[2:])
 def test_signed_in_people_get_their_own_rendering(owner, outsider, settings, page):
     settings.HOME_CACHE_SECONDS = 60
     world = make_world(owner, title="Copper Canyon", featured=True)
@@ -45,6 +46,21 @@ def test_signed_in_people_get_their_own_rendering(owner, outsider, settings, pag
     html = person.get(url).content.decode()
     assert "Copper Gorge" in html and "Copper Canyon" not in html
     assert f"/u/{outsider.username}/" in html  # their own header, not the crowd's
+
+
+def test_the_shared_cards_show_a_likers_own_hearts(owner, outsider, settings):
+    settings.HOME_CACHE_SECONDS = 60
+    liked, other = make_world(owner, title="Liked Lake"), make_world(owner, title="Other Oasis")
+    Like.objects.create(user=outsider, world=liked)
+    crowd = Client().get("/c/games/").content.decode()
+    assert "♥" not in crowd
+    person = Client()
+    person.force_login(outsider)
+    html = person.get("/c/games/").content.decode()
+    assert html.count("♥") == 1 and html.count("♡") == 1  # theirs, on the world they liked
+    assert html.index("♥") > html.index("Liked Lake") and other.title in html
+    assert f"/u/{outsider.username}/" in html
+    assert "♥" not in Client().get("/c/games/").content.decode()  # and the crowd's stays theirs
 
 
 def test_a_saved_world_shows_to_the_crowd_at_once(owner, settings):
