@@ -2,7 +2,7 @@
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status, viewsets
@@ -77,7 +77,7 @@ class WorldViewSet(viewsets.GenericViewSet):
         return dict(serializer.validated_data)
 
     @extend_schema(parameters=LIST_PARAMETERS, responses=WorldOutputSerializer(many=True))
-    def list(self, request: Request) -> Response:
+    def list(self, request: Request) -> HttpResponse:
         return cached_api_list(request, lambda: self._list(request))
 
     def _list(self, request: Request) -> Response:

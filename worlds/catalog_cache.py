@@ -84,19 +84,28 @@ def cached_for_visitors(view: Callable[..., HttpResponse]) -> Callable[..., Http
     return wrapper
 
 
-def cached_api_list(request, answer: Callable[[], Response]) -> Response:
+def cached_api_list(request, answer: Callable[[], Response]) -> HttpResponse:
     """An API list for shared visitors: `answer()`'s data kept per catalog version, path and
-    query (the serializers run once), rendered per request in the format it asks for."""
+    query (the serializers run once), and for JSON the rendered bytes too; other formats
+    (the browsable API) are rendered per request from the kept data."""
     timeout = settings.HOME_CACHE_SECONDS
     # the user as the API's authentication found it (a token, or a test's forced one)
     if timeout <= 0 or not shared_visitor(request) or request.user.is_authenticated:
         return answer()
-    key = _page_key(request) + ":data"
-    data = cache.get(key)
+    key = _page_key(request)
+    renderer = getattr(request, "accepted_renderer", None)
+    as_json = renderer is not None and renderer.format == "json"
+    if as_json and (content := cache.get(key + ":json")) is not None:
+        return HttpResponse(content, content_type=renderer.media_type)
+    data = cache.get(key + ":data")
     if data is None:
         response = answer()
         if response.status_code != 200:
             return response
         data = response.data
-        cache.set(key, data, timeout)
+        cache.set(key + ":data", data, timeout)
+    if as_json:
+        content = renderer.render(data, request.accepted_media_type, {"request": request})
+        cache.set(key + ":json", content, timeout)
+        return HttpResponse(content, content_type=renderer.media_type)
     return Response(data)

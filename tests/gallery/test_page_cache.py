@@ -85,8 +85,11 @@ def test_the_api_list_is_shared_only_by_anonymous_visitors(owner, outsider, sett
     mine.force_authenticate(owner)  # no cookie, no header: the API's own user decides
     titles = {w["title"] for w in mine.get(url).json()["results"]}
     assert titles == {"Open Plains", "Secret Draft"}
-    # and the owner's list was not kept for the crowd
-    assert APIClient().get(url).json() == anonymous
+    # and the owner's list was not kept for the crowd; kept JSON reads as a fresh one
+    kept = APIClient().get(url)
+    assert kept["Content-Type"] == "application/json" and kept.json() == anonymous
+    browsable = APIClient().get(url, HTTP_ACCEPT="text/html")  # the same data, as a page
+    assert browsable["Content-Type"].startswith("text/html") and b"Open Plains" in browsable.content
     theirs = APIClient()
     theirs.force_authenticate(outsider)
     assert [w["title"] for w in theirs.get(url).json()["results"]] == ["Open Plains"]

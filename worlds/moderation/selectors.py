@@ -268,6 +268,36 @@ def recent_warnings(*, user) -> list[ModerationAction]:
     return list(warnings_for(user=user).filter(created_at__gte=since).order_by("-created_at")[:3])
 
 
+# A signed-in person's notices are read on every page they open: kept until one of theirs is
+# saved (`notices_changed`), and at most this long (a suspension's end passes by itself).
+NOTICES_SECONDS = 60
+
+
+def _notices_key(user_id: int, joined: datetime) -> str:
+    # the join time keeps a test database's reused ids from meeting an old run's entries
+    return f"moderation:notices:{user_id}:{joined.timestamp():.6f}"
+
+
+def viewer_notices(*, user) -> dict:
+    """The suspension and recent warnings a signed-in person's pages show."""
+    key = _notices_key(user.pk, user.date_joined)
+    notices = cache.get(key)
+    if notices is None:
+        notices = {
+            "suspension": suspension_active(user=user),
+            "warnings": recent_warnings(user=user),
+        }
+        cache.set(key, notices, NOTICES_SECONDS)
+    return notices
+
+
+def notices_changed(*, user_id: int | None) -> None:
+    """A suspension or warning of this user was saved or deleted: their pages read it again."""
+    user = get_user_model().objects.filter(pk=user_id).only("date_joined").first()
+    if user is not None:
+        cache.delete(_notices_key(user.pk, user.date_joined))
+
+
 def live_sessions() -> list[PlaySession]:
     """Every running session, public and private, newest first, with world, creator and the
     players seated now (``active_seats``)."""

@@ -85,3 +85,18 @@ def test_a_warned_creator_sees_the_warning_and_its_reason(client, world, creator
     html = client.get("/").content.decode()
     assert "A moderator warned you about “Snowy Pines”" in html
     assert "keep the titles family friendly" in html
+
+
+def test_notices_kept_between_pages_change_with_the_next_decision(client, creator, moderator):
+    # a person's notices are read once and kept: a warning, a suspension and its lifting must
+    # each still show on their very next page
+    client.force_login(creator)
+    assert b"suspension-notice" not in client.get("/").content
+    take = dict(moderator=moderator, target_type="user", target_id=creator.username)
+    services.action_take(kind="warn", reason="mind the language", **take)
+    page = client.get("/c/games/").content.decode()
+    assert "mind the language" in page and 'id="suspension-notice"' not in page
+    services.action_take(kind="suspend", reason="repeated spam", duration_days=7, **take)
+    assert b'id="suspension-notice"' in client.get("/").content
+    services.action_take(kind="unsuspend", reason="appeal upheld", **take)
+    assert b'id="suspension-notice"' not in client.get("/").content

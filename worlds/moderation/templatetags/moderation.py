@@ -26,10 +26,7 @@ def suspension_banner(context):
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    return {
-        "suspension": selectors.suspension_active(user=user),
-        "warnings": selectors.recent_warnings(user=user),
-    }
+    return selectors.viewer_notices(user=user)
 
 
 @register.inclusion_tag("moderation/_removal_notice.html")
