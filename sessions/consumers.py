@@ -26,6 +26,7 @@ from inference.serving import messages as m
 from inference.serving.messages import camera_group, session_group
 from sessions import embedded, grace, seats, selectors, services, worker_client
 from sessions.client_ip import scope_client_ip
+from sessions.frame_lag import FrameLag
 from sessions.models import PlaySession, Seat, SessionStatus
 from sessions.protocol import (
     CLOSE_ENDED,
@@ -65,6 +66,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
         self.limiter = MessageRateLimiter()
+        self.frame_lag = FrameLag()
         self.state = ""
         self.fps = 0.0
         self.viewers = 0
@@ -184,7 +186,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
     # --- group events (dotted types: "session.frame" -> session_frame) ------------------------
 
     async def session_frame(self, event):
-        await self.send(bytes_data=event["data"])
+        frame = m.Frame.from_message(event)
+        if self.frame_lag.fresh(frame.sent, time.time()):
+            await self.send(bytes_data=frame.data)
 
     async def session_status(self, event):
         if self.state == SessionStatus.ENDED:

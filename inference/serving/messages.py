@@ -344,13 +344,28 @@ WORKER_FAILURES = frozenset({"bad_world", "worker_error", "snapshot_lost", "work
 
 @dataclass(frozen=True)
 class Frame(Message):
-    """One frame: the 12-byte protocol v1 header and a JPEG (``inference.serving.frames``)."""
+    """One frame: the 12-byte protocol v1 header and a JPEG (``inference.serving.frames``),
+    and ``sent``, the worker's wall clock when it left (a socket drops frames gone stale on
+    the way: ``sessions.frame_lag``)."""
 
     TYPE = "session.frame"
     data: bytes
+    sent: float | None = None
 
     def to_message(self) -> dict[str, Any]:
-        return {"type": self.TYPE, "data": self.data}  # the frame path: no asdict() per frame
+        # the frame path: no asdict() per frame
+        return {"type": self.TYPE, "data": self.data, "sent": self.sent}
+
+    @classmethod
+    def from_message(cls, body: dict) -> Frame:
+        sent = body.get("sent")
+        data = body.get("data")
+        return cls(
+            data=data if isinstance(data, bytes) else b"",
+            sent=float(sent)
+            if isinstance(sent, int | float) and not isinstance(sent, bool)
+            else None,
+        )
 
 
 @dataclass(frozen=True)

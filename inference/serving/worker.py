@@ -920,9 +920,11 @@ class InferenceWorker:
 
     # --- messages to clients ---------------------------------------------------------------
     async def _send_frames(self, frames: list[tuple[Camera, bytes]]) -> None:
+        sent = time.time()
         sends = [
             self.layer.group_send(
-                m.camera_group(camera.session_id, camera.slot), m.Frame(data=data).to_message()
+                m.camera_group(camera.session_id, camera.slot),
+                m.Frame(data=data, sent=sent).to_message(),
             )
             for camera, data in frames
         ]

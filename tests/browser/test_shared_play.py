@@ -205,7 +205,11 @@ def test_on_a_phone_the_play_page_with_its_presence_list_fits_the_screen_width(
     phone = browsers(**PHONE)
     session_id = start_shared_world(phone, live_url, world.slug)
     friend = browsers()
-    join_as(friend, f"{live_url}/join/{session_id}/", "Bartholomew of the Long Name and the Even Longer Surname")
+    join_as(
+        friend,
+        f"{live_url}/join/{session_id}/",
+        "Bartholomew of the Long Name and the Even Longer Surname",
+    )
     expect(phone.locator("#presence-list .presence-player")).to_have_count(2)
     # A browser that refuses the clipboard gets the link in a text field to copy by hand.
     phone.evaluate(

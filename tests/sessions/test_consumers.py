@@ -8,6 +8,7 @@ test_play_live.py.
 
 import asyncio
 import json
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -17,6 +18,7 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.test import Client
 
 from gallery.asgi import application
+from inference.serving import messages as m
 from inference.serving.frames import encode_frame
 from inference.serving.messages import camera_group, session_group, worker_channel
 from sessions import seats, services
@@ -295,6 +297,28 @@ async def test_frames_reach_the_player_and_every_spectator(worker_slots):
     assert got == [frame, frame]
     session = await sync_to_async(PlaySession.objects.get)(pk=stage.session.id)
     assert session.peak_viewers == 1
+
+
+async def test_a_frame_that_fell_behind_on_the_way_is_dropped_and_the_next_fresh_one_sent(
+    worker_slots,
+):
+    stage = await _stage(worker_slots)
+    player = _socket(stage.play_path, stage.key)
+    assert (await player.connect(WAIT))[0]
+    await _json(player, "status")
+    layer, group = get_channel_layer(), camera_group(stage.session.id, 0)
+    now = time.time()
+    frames = [encode_frame(n, 0, b"\xff\xd8%d\xff\xd9" % n) for n in range(3)]
+    # the worker's frames: on time, then one that waited 5 s in a queue, then on time again
+    for frame, sent in zip(frames, (now, now - 5, now + 0.04), strict=True):
+        await layer.group_send(group, m.Frame(data=frame, sent=sent).to_message())
+    got = []
+    while len(got) < 2:
+        output = await player.receive_output(WAIT)
+        if output.get("bytes") is not None:
+            got.append(output["bytes"])
+    await player.disconnect()
+    assert got == [frames[0], frames[2]]
 
 
 async def test_spectators_cannot_steer(worker_slots):
