@@ -335,7 +335,8 @@ class Renderer(nn.Module):
     @staticmethod
     def _glow(frame, lights, daylight, scale: float) -> None:
         """What gives light lights the dark around it (in place): a warm pool of light that
-        grows as the day's light fades, nothing at noon."""
+        grows as the day's light fades, nothing at noon. Added into the frames where they lie
+        (no copy of them): the caller clamps them to [0, scale] after."""
         dark = (1 - daylight.mean(1)).clamp(0, 1)  # (B,)
         has = ((lights[..., 0] >= 0).any(1) & (dark > 0.02)).nonzero(as_tuple=True)[0]
         if has.numel() == 0:
@@ -347,11 +348,9 @@ class Renderer(nn.Module):
         # a Gaussian is separable: each light's falloff is an outer product of two (F,) rows
         gx = torch.exp(-((ar - pos[..., 0:1]) ** 2) / (2 * GLOW_PX**2))  # (H, L, F)
         gy = torch.exp(-((ar - pos[..., 1:2]) ** 2) / (2 * GLOW_PX**2)) * on
-        pool = torch.einsum("hly,hlx->hyx", gy, gx).clamp(max=1.5)  # (H, F, F)
+        pool = torch.bmm(gy.transpose(1, 2), gx).clamp_(max=1.5)  # (H, F, F)
         warm = torch.tensor(GLOW_RGB, device=dev) * (scale / 255.0)
-        frame[has] = (frame[has] + pool[..., None] * dark[:, None, None, None] * warm).clamp(
-            0, scale
-        )
+        frame.index_add_(0, has, pool[..., None] * (dark[:, None, None, None] * warm))
 
     def _atmosphere_maps(self) -> torch.Tensor:
         """(atmospheres * 32 * 32, 6): each atmosphere's keep and add maps side by side."""
