@@ -6,7 +6,9 @@ Only concepts of the "train" split are seen: their icons (sprites), their behavi
 their names and descriptions (`data/concept_descriptions.tsv`). The reader learns from texts
 generated from them: events and prompts naming none, one or two concepts, each span labelled,
 and the world model's own creature and thing events (`spec.DRAWN_NAMES`, read beside the
-concepts when serving), whose every span names that one or nothing new.
+concepts when serving), whose every span names that one or nothing new. Names of
+places and skies (`scenery`: "valley", "sunset", "marsh") are texts and settings that name
+nothing: a river a player walks along is the world's place.
 A fifth of the description rows, by a hash of the phrase, is kept back as the tuning split
 that `training.sweep_reader` fits the reader's threshold on. `data/concepts_frozen.tsv` is
 never read here. Prints its progress and a table of the final losses.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import re
 import time
 import zlib
@@ -25,9 +28,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from inference.training.icons import CONCRETE, SCENE
 from inference.training.simulator import phrasing
 from inference.world import concepts as vocab
-from inference.world import reading
+from inference.world import reading, vocabulary
 from inference.world import spec as ws
 from inference.world import text as text_encoder
 from inference.world.concepts import BEHAVIOURS
@@ -111,6 +115,35 @@ def _nothing(rng: np.random.Generator, said: list[str]) -> str:
     return phrasing.event_for(rng, kind, int(rng.integers(size)), "train")
 
 
+def scenery(concepts) -> list[str]:
+    """Names of places, skies and times, not things: those the icons' labels judge a scene
+    (`data/concrete_labels.json`) and the players' words for the world model's places
+    (`world.vocabulary`), less any name a concept has. A span of them reads as none."""
+    named = {n for c in concepts for n in c.names}
+    judged = json.loads(CONCRETE.read_text())
+    said = [k for k, v in judged.items() if v == SCENE]
+    said += [n for names in vocabulary.SYNONYMS["biome"].values() for n in names]
+    return sorted(set(said) - named)
+
+
+def _scenery(rng: np.random.Generator, plain: list[str]) -> str:
+    """A name that is no thing, as a player says it: "the valley", "a sunset", "sunset"."""
+    name = str(rng.choice(plain))
+    return str(rng.choice([name, f"the {name}", f"{'an' if name[0] in 'aeiou' else 'a'} {name}"]))
+
+
+def _setting(rng: np.random.Generator) -> tuple[str, int]:
+    """A world description as the phrasing banks write it, without their scene details (which
+    name things: "with a lighthouse"): place, sky, time and maybe one of the model's creatures,
+    with its label (`DRAWN + j`, or -1): "red sand dunes under a blazing noon sun" names no
+    thing."""
+    while True:
+        text, labels = phrasing.world_prompt(rng, "train")
+        if not any(d in text for d in phrasing.DETAILS):
+            creature = labels["creature"]
+            return text, -1 if creature < 0 else DRAWN + creature
+
+
 def _drawn_event(rng: np.random.Generator) -> tuple[str, int]:
     """One of the world model's own creature or thing events, as its phrasing banks say it,
     and the index of what it names in `spec.DRAWN_NAMES`."""
@@ -133,6 +166,7 @@ def reader_corpus(rng: np.random.Generator, concepts) -> list[tuple[str, list[tu
         if c in by_name and not is_tuning(p):
             descriptions.setdefault(by_name[c].index, []).append(p)
     nothing = [p for p, _ in read_tsv(NOTHING)] if NOTHING.exists() else []
+    plain = scenery(concepts)
     corpus = []
     for _ in range(READER_TEXTS):
         a, b = (trained[int(i)] for i in rng.integers(len(trained), size=2))
@@ -144,7 +178,11 @@ def reader_corpus(rng: np.random.Generator, concepts) -> list[tuple[str, list[tu
             if rng.random() < 0.3:
                 parts += [(str(rng.choice([" and ", " next to "])), -1), (sa, a.index)]
         elif r < 0.25:
-            parts = [(_nothing(rng, nothing), -1)]
+            x = rng.random()
+            if x < 0.35:
+                parts = [_setting(rng)]
+            else:
+                parts = [(_scenery(rng, plain) if x < 0.5 else _nothing(rng, nothing), -1)]
         elif r < 0.55:
             head, _, tail = str(rng.choice(SINGLES)).partition("{}")
             parts = [(head, -1), (sa, a.index), (tail, -1)]
@@ -153,11 +191,14 @@ def reader_corpus(rng: np.random.Generator, concepts) -> list[tuple[str, list[tu
         elif r < 0.8 and a is not b:
             parts = [(sa, a.index), (str(rng.choice(PAIRS)), -1), (sb, b.index)]
         else:
-            place = (
-                _nothing(rng, [])
-                if rng.random() < 0.2
-                else phrasing._biome_phrase(rng, int(rng.integers(len(ws.BIOMES))), "train")[0]
+            place, x = (
+                phrasing._biome_phrase(rng, int(rng.integers(len(ws.BIOMES))), "train")[0],
+                rng.random(),
             )
+            if x < 0.2:
+                place = _nothing(rng, [])
+            elif x < 0.4:
+                place = _scenery(rng, plain)
             scene = str(rng.choice(SCENES))
             pieces = re.split(r"(\{[pso]\})", scene)
             fill = {"{p}": (place, -1), "{s}": (sa, a.index), "{o}": (sb, b.index)}

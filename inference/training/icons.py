@@ -7,12 +7,15 @@ Three npm packages, installed into a folder of their own (nothing is fetched whe
 
 - `emoji-datasource-google`: Noto emoji PNGs (images Apache-2.0, package MIT) with categories;
   only concrete kinds are kept (animals, plants, food, places, vehicles, objects, fantasy
-  beings), no flags, symbols, faces or hands.
+  beings), no flags, symbols, faces or hands, and none that `data/concrete_labels.json` labels
+  a scene rather than a thing ("desert", "sunset": the world's place, sky and time).
 - `emojibase-data`: names and tags of each emoji (MIT).
 - `@iconify-json/game-icons`: named silhouettes (CC BY 3.0) for what emoji lack (a lighthouse,
   a windmill). A name is kept where `data/concrete_labels.json` (a judgement per name: a
   concrete thing or being a player would recognise, not "sprint", "soul" or "france") says
-  so and no emoji already names the same thing.
+  so and no emoji already names the same thing. A landscape ("valley", "river", "forest") is a
+  place a player is in, which the world model's biomes draw, not a thing beside them: it is
+  labelled a scene, or a world named for its valley would put a valley beside the player.
 
 `python -m inference.training.icons --npm var/icons-npm/node_modules` writes
 `inference/weights/concepts.json` (the vocabulary the reader loads: names, aliases, behaviour
@@ -84,12 +87,14 @@ SUBCATEGORY_BEHAVIOUR = {
 }
 LABELS = Path(__file__).parent / "data" / "behaviour_labels.json"
 CONCRETE = Path(__file__).parent / "data" / "concrete_labels.json"
+SCENE = "scene"  # a label of CONCRETE: a place, a sky or a time of day, not a thing
 
 
 def emoji_concepts(npm: Path) -> list[dict]:
     """Concrete emoji: name, aliases, tags, image path and the behaviour their category says."""
     data = json.loads((npm / "emoji-datasource-google" / "emoji.json").read_text())
     base = {e["hexcode"]: e for e in json.loads((npm / "emojibase-data/en/data.json").read_text())}
+    scenes = {k for k, v in json.loads(CONCRETE.read_text()).items() if v == SCENE}
     kept, names = [], set()
     for e in sorted(data, key=lambda e: e["sort_order"]):
         label = base.get(e["unified"]) or base.get(e["unified"].replace("-FE0F", ""))
@@ -100,7 +105,7 @@ def emoji_concepts(npm: Path) -> list[dict]:
         if keep is None or (keep and sub in keep):
             if not e.get("has_img_google") or name.split(" ")[0] in ("man", "woman"):
                 continue  # gendered twins of a neutral emoji draw the same thing
-            if name in names:
+            if name in names or name in scenes:
                 continue
             names.add(name)
             tags = [t for t in (label or {}).get("tags", []) if t != name]
@@ -126,7 +131,7 @@ def game_icon_concepts(npm: Path, emoji: list[dict]) -> list[dict]:
 
     icons = json.loads((npm / "@iconify-json/game-icons/icons.json").read_text())["icons"]
     concrete = json.loads(CONCRETE.read_text())
-    names = [k for k in icons if concrete.get(k.replace("-", " "))]
+    names = [k for k in icons if concrete.get(k.replace("-", " ")) is True]
     spoken = [n.replace("-", " ") for n in names]
     emoji_names = text_encoder.embed([c["name"] for c in emoji])
     nearest = (text_encoder.embed(spoken) @ emoji_names.T).max(1)
