@@ -52,7 +52,9 @@ AHEAD_FRAMES = 24  # grow_ahead makes the terrain a player can reach within abou
 DECODE_BATCH = 512  # frames per renderer forward (bounds memory, not results)
 SHOWN_SHARE = 0.2  # a second biome of a mix is named (describe, names) from this share
 SPRITE_SIDE = 16  # open-vocabulary sprites: two tiles
-SWIM_SEARCH = 10  # tiles round the spot a swimmer looks for water in (else it brings a pond)
+# tiles round its spot (three right of the player) a swimmer looks for water in, else it brings
+# a pond: in view of the player who asked, whole (at 10 an octopus swam off the frame's corner)
+SWIM_SEARCH = ws.FRAME // 2 // ws.TILE - 4
 MAX_OBJECTS = 64  # open-vocabulary things a world holds; the oldest go first
 MAX_LIGHTS = 8  # lights one frame draws
 BLOCK_REACH = SPRITE_SIDE // 2 - 2  # pixels round its centre a blocking thing stands on
