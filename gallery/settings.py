@@ -132,6 +132,9 @@ if REDIS_URL:
             "KEY_PREFIX": envstr("CACHE_KEY_PREFIX", "px"),
         }
     }
+    # A signed-in request reads its session from the shared cache, not the database (written
+    # to both). Only with Redis: per-process memory caches would disagree after a logout.
+    SESSION_ENGINE = envstr("SESSION_ENGINE", "django.contrib.sessions.backends.cached_db")
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

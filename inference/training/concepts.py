@@ -54,6 +54,7 @@ SCENES = ("{p} with {s}", "{s} in {p}", "{p} with {s} and {o}", "{s} by {p} at d
 READER_TEXTS = 24000
 EMBED_CACHE = Path("var/icons/embeddings.npz")
 SPANS_PER_TEXT = 6
+FLAT = 0.05  # weight of a silhouette's colour steps beside the sprite losses
 DRAWN = 1 << 16  # a span label from here on: the model's own spec.DRAWN_NAMES[label - DRAWN]
 
 
@@ -76,11 +77,24 @@ def load_images(path: Path) -> np.ndarray:
 
 def sprite_loss(out: torch.Tensor, target: torch.Tensor, colour: torch.Tensor) -> torch.Tensor:
     """Alpha everywhere; premultiplied colour where the icon has colour (emoji, not
-    silhouettes), so the generator learns shapes from both and colours from the emoji."""
+    silhouettes), so the generator learns shapes from both and colours from the emoji. A
+    silhouette says nothing of its colour: inside one, neighbours are asked for the same colour
+    (`FLAT`), so it comes in a tint of its own rather than in noise."""
     a_loss = F.mse_loss(out[..., 3], target[..., 3])
     pre_o, pre_t = out[..., :3] * out[..., 3:], target[..., :3] * target[..., 3:]
     c_loss = ((pre_o - pre_t) ** 2).mean((1, 2, 3))
-    return a_loss + (c_loss * colour).sum() / colour.sum().clamp(min=1)
+    plain = 1 - colour
+    flat = (_unevenness(out[..., :3], target[..., 3] > 0.5) * plain).sum() / plain.sum().clamp(
+        min=1
+    )
+    return a_loss + (c_loss * colour).sum() / colour.sum().clamp(min=1) + FLAT * flat
+
+
+def _unevenness(rgb: torch.Tensor, inside: torch.Tensor) -> torch.Tensor:
+    """(B,) mean colour step between neighbouring pixels that are both inside the shape."""
+    dy = (rgb[:, 1:] - rgb[:, :-1]).abs().sum(-1) * (inside[:, 1:] & inside[:, :-1])
+    dx = (rgb[:, :, 1:] - rgb[:, :, :-1]).abs().sum(-1) * (inside[:, :, 1:] & inside[:, :, :-1])
+    return (dy.sum((1, 2)) + dx.sum((1, 2))) / inside.sum((1, 2)).clamp(min=1)
 
 
 def _said(rng: np.random.Generator, concept, descriptions: dict) -> str:
