@@ -102,7 +102,11 @@ def _said(rng: np.random.Generator, concept, descriptions: dict) -> str:
     said = descriptions.get(concept.index)
     if said and rng.random() < 0.5:
         return str(rng.choice(said))
-    name = str(rng.choice(concept.names))
+    return _as_said(rng, str(rng.choice(concept.names)))
+
+
+def _as_said(rng: np.random.Generator, name: str) -> str:
+    """A name bare, with "the", or with "a"/"an"."""
     article = "an" if name[0] in "aeiou" else "a"
     return str(rng.choice([name, f"the {name}", f"{article} {name}"]))
 
@@ -138,12 +142,6 @@ def scenery(concepts) -> list[str]:
     said = [k for k, v in judged.items() if v == SCENE]
     said += [n for names in vocabulary.SYNONYMS["biome"].values() for n in names]
     return sorted(set(said) - named)
-
-
-def _scenery(rng: np.random.Generator, plain: list[str]) -> str:
-    """A name that is no thing, as a player says it: "the valley", "a sunset", "sunset"."""
-    name = str(rng.choice(plain))
-    return str(rng.choice([name, f"the {name}", f"{'an' if name[0] in 'aeiou' else 'a'} {name}"]))
 
 
 def _setting(rng: np.random.Generator) -> tuple[str, int]:
@@ -196,7 +194,14 @@ def reader_corpus(rng: np.random.Generator, concepts) -> list[tuple[str, list[tu
             if x < 0.35:
                 parts = [_setting(rng)]
             else:
-                parts = [(_scenery(rng, plain) if x < 0.5 else _nothing(rng, nothing), -1)]
+                parts = [
+                    (
+                        _as_said(rng, str(rng.choice(plain)))
+                        if x < 0.5
+                        else _nothing(rng, nothing),
+                        -1,
+                    )
+                ]
         elif r < 0.55:
             head, _, tail = str(rng.choice(SINGLES)).partition("{}")
             parts = [(head, -1), (sa, a.index), (tail, -1)]
@@ -212,7 +217,7 @@ def reader_corpus(rng: np.random.Generator, concepts) -> list[tuple[str, list[tu
             if x < 0.2:
                 place = _nothing(rng, [])
             elif x < 0.4:
-                place = _scenery(rng, plain)
+                place = _as_said(rng, str(rng.choice(plain)))
             scene = str(rng.choice(SCENES))
             pieces = re.split(r"(\{[pso]\})", scene)
             fill = {"{p}": (place, -1), "{s}": (sa, a.index), "{o}": (sb, b.index)}

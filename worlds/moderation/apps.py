@@ -10,19 +10,10 @@ class ModerationConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from worlds.moderation.models import ModerationAction, Suspension
-        from worlds.moderation.selectors import notices_changed
-
-        def suspension_saved(instance: Suspension, **_kwargs) -> None:
-            notices_changed(user_id=instance.user_id)
-
-        def action_saved(instance: ModerationAction, **_kwargs) -> None:
-            notices_changed(user_id=instance.target_user_id)
+        from worlds.moderation.selectors import action_changed, suspension_changed
 
         for name, signal in (("save", post_save), ("delete", post_delete)):
-            # weak=False: these closures live only as long as the connection holds them
+            signal.connect(suspension_changed, sender=Suspension, dispatch_uid=f"notices-s-{name}")
             signal.connect(
-                suspension_saved, sender=Suspension, weak=False, dispatch_uid=f"notices-s-{name}"
-            )
-            signal.connect(
-                action_saved, sender=ModerationAction, weak=False, dispatch_uid=f"notices-a-{name}"
+                action_changed, sender=ModerationAction, dispatch_uid=f"notices-a-{name}"
             )

@@ -298,6 +298,14 @@ def notices_changed(*, user_id: int | None) -> None:
         cache.delete(_notices_key(user.pk, user.date_joined))
 
 
+def suspension_changed(instance: Suspension, **_signal_kwargs) -> None:
+    notices_changed(user_id=instance.user_id)
+
+
+def action_changed(instance: ModerationAction, **_signal_kwargs) -> None:
+    notices_changed(user_id=instance.target_user_id)
+
+
 def live_sessions() -> list[PlaySession]:
     """Every running session, public and private, newest first, with world, creator and the
     players seated now (``active_seats``)."""
