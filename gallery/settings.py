@@ -256,6 +256,12 @@ SESSION_MAX_PLAYERS = envint("SESSION_MAX_PLAYERS", 8)
 STORY_VOTE_SECONDS = envfloat("STORY_VOTE_SECONDS", 15.0)
 # A Live world's state is kept this long after its last session ended (then it starts fresh).
 LIVE_WORLD_KEEP_DAYS = envint("LIVE_WORLD_KEEP_DAYS", 30)
+# Every session is recorded (its input log, the language model's text, snapshots) into the
+# media store; a player's recordings and videos may use this many bytes before exports stop.
+RECORD_SESSIONS = envbool("RECORD_SESSIONS", True)
+RECORDING_STORAGE_PER_USER = envint("RECORDING_STORAGE_PER_USER", 500 * 1024 * 1024)
+# Exports a player may start per hour.
+RECORDING_EXPORTS_PER_HOUR = envint("RECORDING_EXPORTS_PER_HOUR", 20)
 # Proxies in front of the ASGI server that append to X-Forwarded-For (gallery/client_ip.py).
 TRUSTED_PROXY_COUNT = envint("TRUSTED_PROXY_COUNT", 0)
 

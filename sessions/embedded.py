@@ -16,6 +16,7 @@ from django.conf import settings
 from sessions import services
 from sessions.worker_client import get_placement, screen_generated_line
 from sessions.world_store import StorageWorldStore
+from worlds.cover_render import weights_digest
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ async def ensure_started() -> None:
             placement=get_placement(),
             screen=screen_generated_line,
             world_store=StorageWorldStore(),
+            record=settings.RECORD_SESSIONS,
+            weights_digest=weights_digest(),
             vote_window_s=settings.STORY_VOTE_SECONDS,
         )
         # Not awaited: loading the model takes seconds; queued sessions start once it registers.

@@ -86,6 +86,12 @@ class PlaySession(models.Model):
     last_input_at = models.DateTimeField(null=True, blank=True)
     # Set while no player socket is attached; cleared on reconnect (the grace period runs from it).
     disconnected_at = models.DateTimeField(null=True, blank=True)
+    # A fork: the recording and the frame (of its camera `forked_slot`) its world started from.
+    forked_from = models.ForeignKey(
+        "Recording", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
+    )
+    forked_frame = models.PositiveIntegerField(default=0)
+    forked_slot = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]
@@ -171,3 +177,57 @@ class Seat(models.Model):
 
     def is_held_by(self, *, user, session_key: str | None) -> bool:
         return _same_player(self.user_id, self.anon_key, user=user, session_key=session_key)
+
+
+class VideoStatus(models.TextChoices):
+    NONE = "none", "Not exported"
+    QUEUED = "queued", "Queued"
+    RENDERING = "rendering", "Rendering"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class Recording(models.Model):
+    """A session's run, kept: its recording's parts lie in the media store under ``key``
+    (`inference.serving.recording`), written by the worker as the session ran. Made when the
+    session ends; what it adds up to (frames, marks, size) is read from the parts once the
+    last one is there (`sessions.recordings.recording_refresh`)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.OneToOneField(PlaySession, on_delete=models.CASCADE, related_name="recording")
+    world = models.ForeignKey("worlds.World", on_delete=models.CASCADE, related_name="recordings")
+    world_version = models.ForeignKey(
+        "worlds.WorldVersion", on_delete=models.CASCADE, related_name="recordings"
+    )
+    players = models.JSONField(default=list, blank=True)  # [{"slot", "name"}]
+    frames = models.PositiveIntegerField(default=0)  # the lead camera's
+    duration_s = models.FloatField(default=0.0)
+    size = models.PositiveBigIntegerField(default=0)  # bytes of its parts (videos not counted)
+    complete = models.BooleanField(default=False)  # its last part is read
+    # {"cameras": {slot: frames}, "marks": [{frame, kind, text, by}], "fps", "weights"}
+    timeline = models.JSONField(default=dict, blank=True)
+    is_public = models.BooleanField(default=False)
+    video_status = models.CharField(
+        max_length=16, choices=VideoStatus.choices, default=VideoStatus.NONE
+    )
+    video_progress = models.PositiveSmallIntegerField(default=0)  # percent
+    videos = models.JSONField(default=dict, blank=True)  # slot -> storage key of its MP4
+    video_size = models.PositiveBigIntegerField(default=0)
+    thumbnail = models.CharField(max_length=300, blank=True)  # storage key of a JPEG
+    removed_at = models.DateTimeField(null=True, blank=True)  # by a moderator (audited)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["world", "is_public", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"recording of {self.session_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("recording-page", kwargs={"recording_id": self.id})
+
+    @property
+    def key(self) -> str:
+        """Its folder in the media store (parts, videos, thumbnail)."""
+        return f"recordings/{self.session_id}"

@@ -21,6 +21,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from inference.serving import messages
+from sessions import recordings
 from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession, Seat, SessionStatus
 from sessions.worker_client import get_placement, send_sync
 from worlds.models import Category, World
@@ -101,6 +102,7 @@ def session_create(
     is_public: bool = True,
     shared: bool = False,
     name: str | None = None,
+    fork: tuple | None = None,
 ) -> tuple[PlaySession, bool]:
     """Start (or return the running) session of this player in this world; -> (session, created).
 
@@ -109,7 +111,9 @@ def session_create(
     worlds whose socket is gone are left (``switched``): opening a world leaves the last one.
     A ``shared`` session seats up to the world's ``max_players`` (capped by
     ``SESSION_MAX_PLAYERS``); a Live-category world always seats the player in its one public
-    shared session (``seats.live_world_join``).
+    shared session (``seats.live_world_join``). ``fork``: (recording, frame, slot): a new
+    session of the recording's version whose world starts there (`sessions.recordings`); the
+    player's running session in this world is left for it.
     """
     from sessions import seats  # seats builds on these services
 
@@ -126,15 +130,21 @@ def session_create(
         lock_players(*player_keys(user=user, session_key=session_key, client_ip=client_ip))
         mine = player_seats(user=user, session_key=session_key)
         running = mine.filter(session__world=world).select_related("session").first()
-        if running is not None:
+        if running is not None and fork is None:
             return running.session, False
         # Opening another world leaves the last one: this player's seats whose socket is gone
         # are left now instead of holding the limit until their reconnect grace runs out.
         stale = list(mine.exclude(disconnected_at=None).select_related("session"))
+        if running is not None and running not in stale:
+            stale.append(running)  # a fork leaves the run it came from
         check_limits(user=user, session_key=session_key, client_ip=client_ip, leaving=len(stale))
+        recording, frame, slot = fork or (None, 0, 0)
         session = PlaySession.objects.create(
             world=world,
-            world_version_id=world.current_version_id,
+            world_version_id=recording.world_version_id if fork else world.current_version_id,
+            forked_from=recording,
+            forked_frame=frame,
+            forked_slot=slot,
             player=user,
             anon_key="" if user else session_key,
             client_ip=client_ip,
@@ -322,6 +332,8 @@ def _record_end(
         session.seats.filter(left_at=None).update(
             left_at=session.ended_at, left_reason=session.end_reason
         )
+        if settings.RECORD_SESSIONS:
+            recordings.recording_for_ended(session=session)
     return session, True
 
 

@@ -12,6 +12,22 @@ def reap_sessions() -> int:
 
 
 @shared_task
+def export_recording(recording_id: str) -> None:
+    """A recording's MP4s, rendered from its replay (progress on the row)."""
+    from sessions import recordings
+
+    recordings.export_video(recording_id)
+
+
+@shared_task
+def render_preview(recording_id: str, picked: bool) -> None:
+    """A world's gallery-card clip from one of its public runs."""
+    from sessions import recordings
+
+    recordings.render_preview(recording_id, picked)
+
+
+@shared_task
 def forget_stale_live_worlds() -> int:
     """Daily: kept Live worlds whose last session ended LIVE_WORLD_KEEP_DAYS ago."""
     return world_store.forget_stale()

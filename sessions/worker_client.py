@@ -59,6 +59,9 @@ def attach_message(
             greeting=version.character_greeting,
             examples=tuple(version.example_lines()),
         ),
+        fork_key=session.forked_from.key if session.forked_from_id else "",
+        fork_frame=session.forked_frame,
+        fork_slot=session.forked_slot,
     )
 
 

@@ -1,5 +1,6 @@
-"""Where Live worlds are kept between sessions: the default storage (S3 when configured, local
-media otherwise), under ``live-worlds/``.
+"""The worker's media store: the default storage (S3 when configured, local media otherwise).
+Live worlds are kept between sessions under ``live-worlds/``, and recordings written under
+``recordings/`` (`inference.serving.recording`; `sessions.recordings` reads them).
 
 The worker (Django-free) is handed ``StorageWorldStore()`` by the web process or the
 ``inference_worker`` command; it loads the kept world when a Live world's session starts and
@@ -19,6 +20,7 @@ from django.utils import timezone
 log = logging.getLogger(__name__)
 
 PREFIX = "live-worlds"
+RECORDINGS = "recordings"
 MAX_BYTES = 16 * 1024 * 1024  # a kept world is a few hundred KB; refuse to read a huge file
 
 
@@ -37,12 +39,34 @@ class StorageWorldStore:
             return f.read()
 
     def save(self, key: str, data: bytes) -> None:
-        if not key.startswith(f"{PREFIX}/"):
-            raise ValueError(f"not a kept-world key: {key!r}")
+        if not key.startswith((f"{PREFIX}/", f"{RECORDINGS}/")) or ".." in key:
+            raise ValueError(f"not a kept-world or recording key: {key!r}")
         # Local storage renames on a clash instead of overwriting: make room first.
         if default_storage.exists(key):
             default_storage.delete(key)
         default_storage.save(key, ContentFile(data))
+
+    def load_all(self, prefix: str) -> list[bytes]:
+        """Every file directly under a recording's folder, in name order."""
+        prefix = prefix.rstrip("/")
+        if not prefix.startswith(f"{RECORDINGS}/") or ".." in prefix:
+            raise ValueError(f"not a recording: {prefix!r}")
+        out = []
+        for name in list_files(prefix):
+            if default_storage.size(f"{prefix}/{name}") > MAX_BYTES:
+                raise ValueError(f"recording part {name} is too large")
+            with default_storage.open(f"{prefix}/{name}", "rb") as f:
+                out.append(f.read())
+        return out
+
+
+def list_files(folder: str, suffix: str = ".pxr") -> list[str]:
+    """Names of the files directly in a storage folder ending in ``suffix``, sorted."""
+    try:
+        _, files = default_storage.listdir(folder)
+    except FileNotFoundError:
+        return []
+    return sorted(f for f in files if f.endswith(suffix))
 
 
 def forget_stale(*, now=None) -> int:

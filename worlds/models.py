@@ -3,6 +3,7 @@
 import uuid
 
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
@@ -55,6 +56,11 @@ class World(models.Model):
     # Which weights rendered the reading and a generated cover (`cover_render.weights_digest`):
     # `render_covers` renders again what other weights made.
     model_weights = models.CharField(max_length=16, blank=True, editable=False)
+    # A few seconds of one of its public runs, played on its gallery card on hover: the longest
+    # public run's, or the one its creator picked (`preview_picked`); a storage key, "" if none.
+    preview_clip = models.CharField(max_length=300, blank=True, editable=False)
+    preview_run = models.UUIDField(null=True, blank=True, editable=False)  # a play.Recording id
+    preview_picked = models.BooleanField(default=False, editable=False)
     status = models.CharField(
         max_length=16, choices=WorldStatus.choices, default=WorldStatus.DRAFT, db_index=True
     )
@@ -94,6 +100,10 @@ class World(models.Model):
     @property
     def is_removed(self) -> bool:
         return self.status == WorldStatus.REMOVED
+
+    @property
+    def preview_clip_url(self) -> str:
+        return default_storage.url(self.preview_clip) if self.preview_clip else ""
 
     @property
     def cover_url(self) -> str:

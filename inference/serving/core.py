@@ -246,6 +246,8 @@ class EngineCore:
             )
             if session is not None:
                 session.recent_events.append(answer)  # replayed to whoever comes (again)
+                if status == "applied":
+                    self.note(session, "event", camera.name, text)
             outputs.events.append((camera.session_id, answer))
         for player_id, jpegs in result.frames.items():
             camera = batch.by_player[player_id]
@@ -258,6 +260,8 @@ class EngineCore:
             if player_id in batch.plan.cut:
                 # The frames made for the old keys give way: the answer is the next frame.
                 camera.frames_discarded += len(camera.buffered)
+                if camera.buffered:
+                    self.note(session, "drop", camera.slot, len(camera.buffered))
                 camera.buffered.clear()
             # Everything applied to the world so far shows in these frames.
             seq = camera.state_seq
@@ -332,6 +336,53 @@ class EngineCore:
         self.session_fps = {sid: sum(v) / len(v) for sid, v in by_session.items()}
         self.achieved_fps = sum(fps.values()) / len(fps) if fps else 0.0
 
+    # --- the recording -----------------------------------------------------------------------
+    # The engine thread (segments, checkpoints) and the loop thread (drops, events, parts) both
+    # add entries: each takes the world's journal and adds after it under the recorder's lock,
+    # so an entry always follows the world changes made before it.
+    def note(self, session: LiveSession, kind: str, *fields) -> None:
+        """Add an entry to a session's recording, after what its world did so far."""
+        recorder = session.recorder
+        if recorder is None or not session.world_id:
+            return
+        with recorder.lock:
+            recorder.world(self.engine.take_journal(session.world_id))
+            recorder.note(kind, *fields)
+
+    def record_segment(self, session: LiveSession) -> None:
+        """Engine thread: the recording (re)starts from the world as it is now."""
+        recorder = session.recorder
+        if recorder is None or not session.world_id:
+            return
+        with recorder.lock:
+            entries, world, frames = self.engine.checkpoint(session.world_id)
+            recorder.world(entries)
+            cameras = {c.player_id: c.slot for c in session.cameras.values() if c.player_id}
+            shown = {c.slot: c.frame_no for c in session.cameras.values()}
+            recorder.segment(world, frames, cameras, shown)
+
+    def record_checkpoint(self, session: LiveSession, now: float) -> None:
+        """Engine thread: a snapshot in the recording (where a fork or a seek can start)."""
+        recorder = session.recorder
+        if recorder is None or not session.world_id:
+            return
+        with recorder.lock:
+            entries, world, frames = self.engine.checkpoint(session.world_id)
+            recorder.world(entries)
+            recorder.checkpoint(world, frames, now)
+
+    def recording_part(self, session: LiveSession, now: float, *, final: bool = False):
+        """-> (key, bytes) of the session's next recording part, or None (not recorded)."""
+        recorder = session.recorder
+        if recorder is None or recorder.ended:
+            return None
+        with recorder.lock:
+            if session.world_id:
+                recorder.world(self.engine.take_journal(session.world_id))
+            if final:
+                recorder.end({c.slot: c.frame_no for c in session.cameras.values()})
+            return recorder.take(now, final=final)
+
     # --- world calls (engine thread) -------------------------------------------------------
     def create_world(self, session: LiveSession, kept: bytes | None = None) -> None:
         """A new world from the session's prompt, or (a Live world) the one kept from its
@@ -339,17 +390,27 @@ class EngineCore:
         read (made by an older model version, or damaged) gives way to a fresh one."""
         if kept is not None:
             try:
-                session.world_id = self.engine.restore(kept)
+                session.world_id = self.engine.restore(kept, new_id=True)
             except SnapshotError as exc:
+                if session.fork is not None:
+                    raise  # a fork of what this model cannot read: never another world
                 log.warning("kept world of %s unreadable (%s): a new one", session.session_id, exc)
                 kept = None
             else:
-                for player_id in self.engine.players(session.world_id):
-                    self.engine.remove_player(player_id)
+                # a fork keeps the avatar of the camera it forked as its first player's
+                keep = session.fork[2] if session.fork is not None else None
+                lead = session.cameras.get(0)
+                for player_id, slot in self.engine.slots(session.world_id).items():
+                    if slot == keep and lead is not None and not lead.player_id:
+                        self.engine.reseat(player_id, 0)
+                        lead.player_id = player_id
+                    else:
+                        self.engine.remove_player(player_id)
         if kept is None:
             session.world_id = self.engine.create_world(prompt=session.prompt, seed=session.seed)
         for camera in session.cameras.values():
             self.add_camera(session, camera)
+        self.record_segment(session)
 
     def add_camera(self, session: LiveSession, camera: Camera) -> None:
         """Give a seated player their avatar (at their slot's spawn point)."""
@@ -372,6 +433,7 @@ class EngineCore:
         seated = {c.player_id for c in session.cameras.values()}
         for player_id in players - seated:
             self.engine.remove_player(player_id)  # left between the snapshot and the failover
+        self.record_segment(session)
 
     def keep_world(self, session: LiveSession) -> bytes | None:
         """The world as it is now, for the next session of a Live world."""

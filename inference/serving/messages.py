@@ -120,6 +120,10 @@ class Attach(Message):
     slot: int = -1
     name: str = ""
     persist_key: str = ""
+    # a fork: the recording's store prefix, and the frame and camera (slot) it starts from
+    fork_key: str = ""
+    fork_frame: int = 0
+    fork_slot: int = 0
 
     @classmethod
     def from_message(cls, body: dict) -> Attach:
@@ -135,6 +139,9 @@ class Attach(Message):
             slot=_slot(body.get("slot"), default=-1),
             name=_str(body.get("name"))[:40],
             persist_key=_str(body.get("persist_key")),
+            fork_key=_str(body.get("fork_key")),
+            fork_frame=_int(body.get("fork_frame")),
+            fork_slot=_slot(body.get("fork_slot"), default=0),
         )
 
 

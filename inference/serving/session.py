@@ -93,6 +93,11 @@ class LiveSession:
     recent_events: deque = field(default_factory=lambda: deque(maxlen=EVENTS_REPLAYED))
     # Live-category worlds: where the world is kept between sessions ("" for other worlds).
     persist_key: str = ""
+    recorder: object = None  # inference.serving.recording.Recorder; None: not recorded
+    # A fork of a recording: (its store prefix, frame, slot of the camera) the world starts
+    # from, with that camera's avatar as slot 0's; and the story then (a narrative's meta)
+    fork: tuple | None = None
+    fork_story: dict | None = None
 
     def live_cameras(self) -> list[Camera]:
         return [c for c in self.cameras.values() if c.status is SessionStatus.LIVE]

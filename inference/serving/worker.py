@@ -42,6 +42,7 @@ from inference.serving import messages as m
 from inference.serving.core import EngineCore, StepOutputs
 from inference.serving.failover import HEARTBEAT_S, Failover
 from inference.serving.placement import Placement
+from inference.serving.recording import CHECKPOINT_EVERY_S, Recorder, Replay, read_recording
 from inference.serving.session import Ballot, Camera, LiveSession, SessionStatus
 from inference.serving.snapshot import SnapshotFormatError, unpack_snapshot
 from inference.world.engine import PromptError, SnapshotError, WorldEngine, check_text
@@ -63,10 +64,12 @@ VOTE_WINDOW_S = 15.0  # a shared story's vote closes this long after its first v
 
 
 class WorldStore(Protocol):
-    """Where Live worlds are kept between sessions (the web side passes S3 or local media)."""
+    """The media store (the web side passes S3 or local media): where Live worlds are kept
+    between sessions, and where recordings are written."""
 
     def load(self, key: str) -> bytes | None: ...
     def save(self, key: str, data: bytes) -> None: ...
+    def load_all(self, prefix: str) -> list[bytes]: ...  # every file under it, by name
 
 
 class InferenceWorker:
@@ -90,6 +93,8 @@ class InferenceWorker:
         world_store: WorldStore | None = None,
         vote_window_s: float = VOTE_WINDOW_S,
         threads: int = 1,
+        record: bool = True,
+        weights_digest: str = "",
     ) -> None:
         """``narrator``: who writes stories and replies (default: ``Narrator.from_env``, which
         reads ``NARRATIVE_LM`` and friends). ``screen(text) -> bool``: may a generated line be
@@ -98,7 +103,8 @@ class InferenceWorker:
         ``vote_window_s``: a shared story's vote closes this long after its first vote.
         ``threads``: torch's intra-op threads in this process. One by default: a frame's ops are
         too small to split, and a second thread only contends with the language model's and the
-        event loop's for the cores."""
+        event loop's for the cores. ``record``: write each session's recording to the
+        world store; ``weights_digest`` names the weights in it (a replay on others warns)."""
         if capacity < 1 or fps <= 0:
             raise ValueError("capacity must be >= 1 and fps > 0")
         if threads < 1:
@@ -115,6 +121,8 @@ class InferenceWorker:
         self.weights = weights
         self.snapshot_every_s = snapshot_every_s
         self.world_store = world_store
+        self.record = record and world_store is not None
+        self.weights_digest = weights_digest
         self.vote_window_s = vote_window_s
         self._core_options = dict(
             jpeg_quality=jpeg_quality, max_batch=max_batch, step_budget_s=step_budget_s
@@ -232,6 +240,7 @@ class InferenceWorker:
         for session in list(self.sessions.values()):
             with contextlib.suppress(Exception):
                 await self._save_snapshot(session)
+                await self._save_recording(session, force=True)
         placed = await asyncio.to_thread(self.failover.handover)
         await self._send_placed(placed)
         for session in list(self.sessions.values()):
@@ -318,6 +327,12 @@ class InferenceWorker:
         )
         if slot >= 0:
             session.cameras[slot] = self._camera(session, slot, message.name)
+        if self.record:
+            session.recorder = Recorder(
+                session_id, worker=self.name, weights=self.weights_digest, fps=self.fps
+            )
+        if message.fork_key:
+            session.fork = (message.fork_key, message.fork_frame, message.fork_slot)
         self.sessions[session_id] = session
         self._spawn(self._start(session, message))
 
@@ -503,6 +518,8 @@ class InferenceWorker:
             if not restore:
                 await self._status(session.session_id, "starting")
                 kept = await self._load_kept(session)
+                if session.fork is not None:
+                    kept = await self._forked_world(session)
                 # One world build queued at a time: builds take seconds on a CPU, and steps
                 # for the live sessions get the engine between two of them.
                 async with self._building:
@@ -570,6 +587,49 @@ class InferenceWorker:
         if lead is not None and lead.last_jpeg:
             await asyncio.to_thread(self.placement.save_thumbnail, sid, lead.last_jpeg)
 
+    # --- recordings (inference.serving.recording) ------------------------------------------
+    async def _save_recordings(self) -> None:
+        """The parts due: at most two per round (like snapshots: one tick is not stalled)."""
+        now = time.monotonic()
+        due = [s for s in self.sessions.values() if s.recorder and s.recorder.due(now)]
+        for session in sorted(due, key=lambda s: s.recorder.last_part)[:2]:
+            await self._save_recording(session)
+
+    async def _save_recording(
+        self, session: LiveSession, *, final: bool = False, force: bool = False
+    ) -> None:
+        """Write the session's next recording part (with a checkpoint now and then)."""
+        recorder = session.recorder
+        now = time.monotonic()
+        if recorder is None or recorder.ended or not (final or force or recorder.due(now)):
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            if now - recorder.last_checkpoint >= CHECKPOINT_EVERY_S and not final:
+                await loop.run_in_executor(
+                    self._engine_thread, self.core.record_checkpoint, session, now
+                )
+            part = self.core.recording_part(session, now, final=final)
+            if part is not None:
+                await asyncio.to_thread(self.world_store.save, *part)
+        except Exception:
+            log.exception("worker %s: recording of %s not saved", self.name, session.session_id)
+
+    async def _forked_world(self, session: LiveSession) -> bytes:
+        """A fork: the world of a recording at one of its frames, replayed (not drawn) on an
+        engine of its own beside this one; the story so far goes on in this session."""
+        key, frame, slot = session.fork
+        parts = await asyncio.to_thread(self.world_store.load_all, key)
+        recording = read_recording(parts)  # RecordingError (a ValueError): a bad world
+
+        def replay():
+            return Replay(self.core.engine.replayer(), recording).state_at(frame, slot)
+
+        world, _, session.fork_story = await asyncio.get_running_loop().run_in_executor(
+            self._engine_thread, replay
+        )
+        return world
+
     async def _end(self, session: LiveSession, *, reason: str) -> None:
         """End one session here: free its slot, forget its snapshot, tell its clients."""
         if self.sessions.get(session.session_id) is not session:
@@ -579,6 +639,7 @@ class InferenceWorker:
         try:
             if reason not in m.WORKER_FAILURES:
                 await self._keep_world(session)
+            await self._save_recording(session, final=True)
             await self._drop_local(session)
             sid = session.session_id
             await asyncio.to_thread(self.placement.record_frames, sid, _frames(session))
@@ -612,6 +673,10 @@ class InferenceWorker:
         if attach.category not in ("stories", "characters"):
             return
         try:
+            if session.fork_story is not None:  # a fork: the story so far, as it was then
+                session.narrative = narrative.from_meta(session.fork_story)
+                if session.narrative is not None:
+                    return
             world = await self._world_change(session, None)
             card = dataclasses.asdict(attach.character) if attach.character else None
             session.narrative = narrative.begin(
@@ -727,6 +792,10 @@ class InferenceWorker:
         if self.sessions.get(session.session_id) is not session:
             return  # ended or moved while the options were written
         session.narrative = answer.state
+        if picked is not None:
+            self.core.note(session, "pick", session.last_pick or "", picked.label)
+        # the story so far, written by the language model (a fork of this moment goes on from it)
+        self.core.note(session, "story", answer.state.to_meta())
         await self._save_snapshot(session)  # a pick after a failover finds this pair on offer
         await self._choices(session)
 
@@ -737,6 +806,7 @@ class InferenceWorker:
             async with self._narrating.setdefault(sid, asyncio.Lock()):
                 if line is not None:
                     await self._send(sid, m.Line(speaker=camera.name, text=line, slot=camera.slot))
+                    self.core.note(session, "say", camera.name, line)
                 world = await self._world_change(session, None)
                 character, seed = session.narrative, session.seed
                 loop = asyncio.get_running_loop()
@@ -766,6 +836,7 @@ class InferenceWorker:
                 if answer.reply.event_text:
                     await self._world_change(session, answer.reply.event_text)
                 await self._send(sid, m.Line(speaker=character.name, text=answer.reply.text))
+                self.core.note(session, "say", character.name, answer.reply.text)
                 if answer.state.summary != character.summary:
                     # The memory folded: the model reads its new head while the player reads
                     # the reply, not in the next reply's time (~190 tokens, ~0.6 s on a core).
@@ -868,6 +939,7 @@ class InferenceWorker:
                     await self._save_snapshot(session)
                 except Exception:
                     log.exception("worker %s: snapshot of %s failed", self.name, session.session_id)
+            await self._save_recordings()
 
     async def _deliver(self, outputs: StepOutputs) -> None:
         # The event answers go before the frames that show them (already buffered, so the

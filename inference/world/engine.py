@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
+from inference.world import journal as jn
 from inference.world import noise, vocabulary
 from inference.world import spec as ws
 from inference.world import text as text_encoder
@@ -115,6 +116,11 @@ class WorldEngine:
         self.grow_in_step = True
         self._terrain_stop = threading.Event()
         self._terrain_wake = threading.Event()
+        # world id -> its journal since the recorder last took it (only worlds being recorded)
+        self.journals: dict[str, list[jn.Entry]] = {}
+        # Off in a replaying engine: terrain comes from the journal, never from the generator.
+        self.generate = True
+        self._concepts: dict | None = None  # name -> concept of the reader's vocabulary
 
     @classmethod
     def load(cls, device: str = "cpu", weights: str | None = None) -> WorldEngine:
@@ -159,7 +165,7 @@ class WorldEngine:
             # where the first player meets it: a few tiles off the spawn point, seeded
             h = ws.mix_hash(world.seed, 131, n)
             x, y = ((h % 7) - 3) * 2 * ws.TILE, (3 + (h >> 8) % 3) * ws.TILE * (-1) ** n
-            self._add_object(world, match, x, y)
+            self._add_object(world, match.concept, x, y)
         return world.world_id
 
     def read_prompt(self, prompt: str) -> PromptReading:
@@ -191,24 +197,32 @@ class WorldEngine:
         """A new avatar at its slot's spawn point; ``slot`` (its colour) defaults to the next."""
         world = self._world(world_id)
         slot = world.next_slot if slot is None else int(slot)
-        player = PlayerState(uuid.uuid4().hex, slot, *ws.player_spawn(slot))
+        player_id = uuid.uuid4().hex
+        with self._canvas:  # journaled in the order it happened, terrain thread or not
+            self._join(world, player_id, slot)
+            self._grow({world_id: self._needed_chunks(world, [ws.player_spawn(slot)])})
+            self._log(world, jn.Join(player_id, slot))
+        return player_id
+
+    def _join(self, world: WorldState, player_id: str, slot: int) -> None:
+        world.players.append(PlayerState(player_id, slot, *ws.player_spawn(slot)))
         world.next_slot = max(world.next_slot, slot) + 1
-        world.players.append(player)
-        self._player_world[player.player_id] = world_id
-        self._frames[player.player_id] = world.t  # a newcomer's camera starts at the present
-        self._grow({world_id: self._needed_chunks(world, [(player.x, player.y)])})
-        return player.player_id
+        self._player_world[player_id] = world.world_id
+        self._frames[player_id] = world.t  # a newcomer's camera starts at the present
 
     def remove_player(self, player_id: str) -> None:
         self._frames.pop(player_id, None)
         world_id = self._player_world.pop(player_id, None)
         if world_id in self.worlds:
             world = self.worlds[world_id]
-            world.players = [p for p in world.players if p.player_id != player_id]
+            with self._canvas:
+                world.players = [p for p in world.players if p.player_id != player_id]
+                self._log(world, jn.Leave(player_id))
 
     def drop_world(self, world_id: str) -> None:
         with self._canvas:
             world = self.worlds.pop(world_id, None)
+            self.journals.pop(world_id, None)
         for p in world.players if world else []:
             self._player_world.pop(p.player_id, None)
             self._frames.pop(p.player_id, None)
@@ -216,23 +230,45 @@ class WorldEngine:
     def players(self, world_id: str) -> list[str]:
         return [p.player_id for p in self._world(world_id).players]
 
+    def slots(self, world_id: str) -> dict[str, int]:
+        """player id -> slot (avatar colour) of each of the world's players."""
+        return {p.player_id: p.slot for p in self._world(world_id).players}
+
+    def reseat(self, player_id: str, slot: int) -> None:
+        """An avatar takes another slot, where it stands (a fork's player, as slot 0)."""
+        world = self._world(self._player_world[player_id])
+        with self._canvas:
+            for p in world.players:
+                if p.player_id == player_id:
+                    p.slot = int(slot)  # before a recording's segment starts: not journaled
+
     def apply_event(self, world_id: str, text: str, near: str | None = None) -> None:
         """Change a running world from text, around player ``near`` (default: the first);
         raises UnsupportedEvent if nothing is recognised."""
         world = self._world(world_id)
         choice = self.read_event(text)
-        by = [p for p in world.players if p.player_id == near]
+        change = jn.Change(
+            *(choice[k] for k in ("weather", "time", "creature", "thing")),
+            tuple(m.concept.name for m in choice["objects"]),
+            near or "",
+        )
+        with self._canvas:
+            self._change(world, change)
+            self._log(world, change)
+
+    def _change(self, world: WorldState, change: jn.Change) -> None:
+        by = [p for p in world.players if p.player_id == change.near]
         anchor = (by or world.players or [PlayerState("", 0, 0, 0)])[0]
-        if choice["weather"] >= 0:
-            world.weather = choice["weather"]
-        if choice["time"] >= 0:
-            world.minute = ws.TIME_MINUTES[choice["time"]]
-        if choice["creature"] >= 0:
-            self._spawn_creature(world, choice["creature"], anchor.x, anchor.y)
-        if choice["thing"] >= 0:
-            self._place(world, choice["thing"], anchor.x, anchor.y)
-        for n, match in enumerate(choice["objects"]):
-            self._add_object(world, match, anchor.x + n * 3 * ws.TILE, anchor.y)
+        if change.weather >= 0:
+            world.weather = change.weather
+        if change.time >= 0:
+            world.minute = ws.TIME_MINUTES[change.time]
+        if change.creature >= 0:
+            self._spawn_creature(world, change.creature, anchor.x, anchor.y)
+        if change.thing >= 0:
+            self._place(world, change.thing, anchor.x, anchor.y)
+        for n, name in enumerate(change.objects):
+            self._add_object(world, self._concept(name), anchor.x + n * 3 * ws.TILE, anchor.y)
 
     def read_event(self, text: str) -> dict:
         """What an event text asks for: weather, time, creature and thing, each an index or -1
@@ -288,16 +324,16 @@ class WorldEngine:
         with self._canvas:
             return snapshot_bytes(self._world(world_id))
 
-    def restore(self, data: bytes) -> str:
+    def restore(self, data: bytes, *, new_id: bool = False) -> str:
+        """A world back from its snapshot, under its own id (failover) or a new one (a fork
+        of a recording, beside the world it came from)."""
         world = state_from_bytes(data)
-        known = {c.name: c for c in self.reader.concepts}
         for o in world.objects:
-            if o.concept not in known:
-                raise SnapshotError(
-                    f"snapshot holds {o.concept!r}, which this vocabulary lacks: it was made"
-                    " by other world model weights"
-                )
-            self._sprite_row(known[o.concept])
+            self._sprite_row(self._concept(o.concept))
+        if new_id:  # players too: the world it came from may be beside it, its ids in use
+            world.world_id = uuid.uuid4().hex
+            for p in world.players:
+                p.player_id = uuid.uuid4().hex
         self.drop_world(world.world_id)
         with self._canvas:
             self.worlds[world.world_id] = world
@@ -305,6 +341,97 @@ class WorldEngine:
             self._player_world[p.player_id] = world.world_id
             self._frames[p.player_id] = world.t
         return world.world_id
+
+    def _concept(self, name: str):
+        known = self._concepts
+        if known is None:
+            known = self._concepts = {c.name: c for c in self.reader.concepts}
+        if name not in known:
+            raise SnapshotError(
+                f"the world holds {name!r}, which this vocabulary lacks: it was made by other"
+                " world model weights"
+            )
+        return known[name]
+
+    # ------------------------------------------------------------ journals and replays
+
+    def checkpoint(self, world_id: str) -> tuple[list[jn.Entry], bytes, dict[str, int]]:
+        """Journal a world from now on (if it is not yet) and take, at one instant: its journal
+        since the last call, its snapshot, and the frames each of its players' cameras has
+        made (a camera behind the world's furthest one does not tick it: a replay starts from
+        both). A recording starts, and can be resumed, at any such point."""
+        with self._canvas:
+            world = self._world(world_id)
+            entries = self.journals.get(world_id, [])
+            self.journals[world_id] = []
+            frames = {p.player_id: self._frames.get(p.player_id, world.t) for p in world.players}
+            return entries, snapshot_bytes(world), frames
+
+    def take_journal(self, world_id: str) -> list[jn.Entry]:
+        """The world's journal since the last call (and it goes on); [] if not journaled."""
+        with self._canvas:
+            if world_id not in self.journals:
+                return []
+            entries, self.journals[world_id] = self.journals[world_id], []
+            return entries
+
+    def _log(self, world: WorldState, entry: jn.Entry) -> None:
+        journal = self.journals.get(world.world_id)
+        if journal is not None:
+            journal.append(entry)
+
+    def replayer(self) -> WorldEngine:
+        """An engine on the same weights that replays journals: it never generates terrain
+        (the journal holds it), so nothing it does depends on what this one is doing."""
+        engine = WorldEngine(self.model, str(self.device), self.reader)
+        engine.generate = False
+        return engine
+
+    def start_replay(self, snapshot: bytes, frames: dict[str, int]) -> str:
+        """A world to replay a journal on, from the snapshot `record` returned with it."""
+        world_id = self.restore(snapshot)
+        self._frames.update({p: int(n) for p, n in frames.items() if p in self._player_world})
+        return world_id
+
+    @torch.no_grad()
+    def replay_op(
+        self, world_id: str, entry: jn.Entry, cameras: frozenset[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Apply one journal entry to a world as the engine first did; an `Advance` returns
+        the frames of the given cameras (player ids; None: none, the state only)."""
+        world = self._world(world_id)
+        if isinstance(entry, jn.Chunk):
+            tokens = np.frombuffer(entry.tokens, np.uint8).reshape(ws.CHUNK, ws.CHUNK).copy()
+            world.chunks[(entry.cx, entry.cy)] = tokens
+        elif isinstance(entry, jn.Join):
+            self._join(world, entry.player_id, entry.slot)
+        elif isinstance(entry, jn.Leave):
+            self.remove_player(entry.player_id)
+        elif isinstance(entry, jn.Change):
+            self._change(world, entry)
+        elif isinstance(entry, jn.Advance):
+            players = {p.player_id: p for p in world.players}
+            if not entry.moves or any(m[0] not in players for m in entry.moves):
+                raise jn.JournalError("a step of players the world does not hold")
+            moving = [players[pid] for pid, *_ in entry.moves]
+            lengths = {pid: n for pid, _, _, n in entry.moves}
+            dirs = {pid: (dx, dy) for pid, dx, dy, _ in entry.moves}
+            held: dict[int, set[str]] = {}
+            for i, pid in entry.held:
+                held.setdefault(i, set()).add(pid)
+            scenes, owners = self._advance_world(world, moving, dirs, lengths, held, cameras)
+            if not scenes:
+                return {}
+            order = sorted(range(len(scenes)), key=owners.__getitem__)
+            frames = self._render([scenes[i] for i in order])
+            out, start = {}, 0
+            for pid in sorted(set(owners)):
+                n = owners.count(pid)
+                out[pid], start = frames[start : start + n], start + n
+            return out
+        else:
+            raise jn.JournalError(f"not a journal entry: {entry!r}")
+        return {}
 
     # ------------------------------------------------------------ stepping
 
@@ -333,12 +460,9 @@ class WorldEngine:
         for wid, players in by_world.items():
             world = self.worlds[wid]
             dirs = {p.player_id: ws.keys_to_dir(keys.get(p.player_id, ())) for p in players}
-            for i in range(max(lengths[p.player_id] for p in players)):
-                moving = [p for p in players if i < lengths[p.player_id]]
-                self._advance(world, moving, dirs)
-                for p in moving:
-                    scenes.append(self._scene(world, p))
-                    owners.append(p.player_id)
+            made, who = self._advance_world(world, players, dirs, lengths)
+            scenes += made
+            owners += who
         # rendered owner by owner, so each player's frames are one slice of the batch
         order = sorted(range(len(scenes)), key=owners.__getitem__)
         frames = self._render([scenes[i] for i in order])
@@ -347,6 +471,27 @@ class WorldEngine:
             out[pid] = frames[start : start + lengths[pid]]
             start += lengths[pid]
         return out
+
+    def _advance_world(
+        self, world: WorldState, players, dirs, lengths, held=None, cameras=None
+    ) -> tuple[list[tuple], list[str]]:
+        """One world's frames of a step, journaled: -> (scenes, their owners) of the players
+        in ``cameras`` (None: all). ``held`` (a replay): frame -> the players held there.
+        Under the canvas lock, so no chunk lands mid-step (the journal's order is the truth)."""
+        scenes, owners, was_held = [], [], []
+        with self._canvas:
+            for i in range(max(lengths[p.player_id] for p in players)):
+                moving = [p for p in players if i < lengths[p.player_id]]
+                frame_held = None if held is None else held.get(i, set())
+                for pid in self._advance(world, moving, dirs, frame_held):
+                    was_held.append((i, pid))
+                for p in moving:
+                    if cameras is None or p.player_id in cameras:
+                        scenes.append(self._scene(world, p))
+                        owners.append(p.player_id)
+            moves = tuple((p.player_id, *dirs[p.player_id], lengths[p.player_id]) for p in players)
+            self._log(world, jn.Advance(moves, tuple(was_held)))
+        return scenes, owners
 
     def _check_chunks(self, keys, chunk) -> dict[str, int]:
         lengths = {}
@@ -361,11 +506,14 @@ class WorldEngine:
                 raise KeyError(f"unknown player {pid!r}")
         return lengths
 
-    def _advance(self, world: WorldState, moving: list[PlayerState], dirs) -> None:
+    def _advance(
+        self, world: WorldState, moving: list[PlayerState], dirs, held: set | None = None
+    ) -> list[str]:
         """One frame of the stepping players: each moves; creatures wander and the clock ticks
         once per frame of the world, not once per camera. In a shared world the cameras step in
         batches of their own, so the world keeps the pace of its furthest camera (``_frames``:
-        frames made per player) instead of running as many times faster as it has players."""
+        frames made per player) instead of running as many times faster as it has players.
+        -> the players held at the edge of late terrain (``held``: a replay's, as they were)."""
 
         memo = world.memo()  # the same tiles are probed frame after frame
 
@@ -379,21 +527,26 @@ class WorldEngine:
                 )
             return solid
 
-        ahead = False
+        ahead, was_held = False, []
         for p in moving:
             dx, dy = dirs[p.player_id]
             x, y = ws.move(p.x, p.y, dx, dy, ws.PLAYER_SPEED, is_solid)
             if (x, y) != (p.x, p.y):
                 self.moved_frames += 1
-                if not self.grow_in_step and not self._view_ready(world, x, y):
+                if held is not None:
+                    wait = p.player_id in held
+                else:
+                    wait = not self.grow_in_step and not self._view_ready(world, x, y)
+                if wait:
                     self.held_frames += 1  # the terrain there is late: wait at its edge
+                    was_held.append(p.player_id)
                 else:
                     p.x, p.y = x, y
             made = self._frames.get(p.player_id, world.t) + 1
             self._frames[p.player_id] = made
             ahead |= made > world.t
         if not ahead:
-            return
+            return was_held
         for c in world.creatures:
             dx, dy = ws.creature_dir(world.seed, c.ident, world.t)
             c.x, c.y = ws.move(c.x, c.y, dx, dy, ws.CREATURE_SPEED, is_solid)
@@ -401,6 +554,7 @@ class WorldEngine:
         world.t += 1
         if world.t % ws.FRAMES_PER_MINUTE == 0:
             world.minute = (world.minute + 1) % ws.DAY_MINUTES
+        return was_held
 
     def _blocked(self, world: WorldState, memo: dict) -> frozenset:
         """Tiles the open-vocabulary things that block stand on (memoised with the canvas:
@@ -447,11 +601,11 @@ class WorldEngine:
             row = self._sprite_rows[concept.name] = len(self._sprite_table) - 1
         return row
 
-    def _add_object(self, world: WorldState, match: Match, x: int, y: int) -> None:
+    def _add_object(self, world: WorldState, concept, x: int, y: int) -> None:
         """A thing of the open vocabulary beside (x, y), where its behaviour lets it be: a
         swimmer on the nearest water (or on a pond it brings), the rest right of the spot."""
-        behaviour = self.reader.behaviour(match.concept)
-        self._sprite_row(match.concept)
+        behaviour = self.reader.behaviour(concept)
+        self._sprite_row(concept)
         cx, cy = ws.thing_center(x, y)
         if behaviour.motion == "swims":
             reach = (SWIM_SEARCH + 1) * ws.TILE
@@ -462,7 +616,7 @@ class WorldEngine:
         with self._canvas:
             world.objects.append(
                 ObjectState(
-                    match.concept.name,
+                    concept.name,
                     BEHAVIOURS.index(behaviour.motion),
                     behaviour.light,
                     cx * ws.TILE + ws.TILE // 2,
@@ -667,6 +821,8 @@ class WorldEngine:
         """Generate missing chunks; round r generates the r-th chunk of every world at once,
         so a world's chunks see each other in order and never depend on other worlds.
         -> how many were new (another thread may have made one meanwhile)."""
+        if not self.generate:
+            return 0  # a replay: the journal brings the terrain
         rounds = max((len(v) for v in missing.values()), default=0)
         made = 0
         m, c = self.model.cfg.gen_margin, ws.CHUNK
@@ -708,6 +864,7 @@ class WorldEngine:
                 for (world, key), tokens in zip(batch, out, strict=True):
                     if key not in world.chunks:
                         world.chunks[key] = tokens.astype(np.uint8)
+                        self._log(world, jn.Chunk(*key, world.chunks[key].tobytes()))
                         made += 1
         return made
 

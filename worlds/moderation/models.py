@@ -9,6 +9,7 @@ from django.utils import timezone
 class TargetType(models.TextChoices):
     WORLD = "world", "World"
     SESSION = "session", "Live session"
+    RECORDING = "recording", "Recording"
     USER = "user", "User"
     TEXT = "text", "Text"
 
@@ -100,6 +101,7 @@ class ActionKind(models.TextChoices):
     SUSPEND = "suspend", "Suspend user"
     UNSUSPEND = "unsuspend", "Lift suspension"
     END_SESSION = "end_session", "End live session"
+    REMOVE_RECORDING = "remove_recording", "Remove recording"
     REMOVE_PLAYER = "remove_player", "Remove a player from a shared session"
     HOLD = "hold", "Hold for review"  # automatic screening
     REFUSE = "refuse", "Refuse text"  # automatic screening

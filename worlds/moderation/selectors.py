@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Prefetch, Q, QuerySet
 from django.utils import timezone
 
-from sessions.models import ACTIVE_STATUSES, PlaySession, Seat
+from sessions.models import ACTIVE_STATUSES, PlaySession, Recording, Seat
 from worlds.models import World
 from worlds.moderation.models import (
     ActionKind,
@@ -95,6 +95,16 @@ def session_by_key(key: str) -> PlaySession | None:
     except ValueError:
         return None
     return PlaySession.objects.select_related("world", "player").filter(pk=session_id).first()
+
+
+def recording_by_key(key: str) -> Recording | None:
+    try:
+        recording_id = uuid.UUID(str(key))
+    except ValueError:
+        return None
+    return (
+        Recording.objects.select_related("world", "session__player").filter(pk=recording_id).first()
+    )
 
 
 def target_keys(*, world: World | None = None, user: AbstractBaseUser | None = None) -> list[str]:

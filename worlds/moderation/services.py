@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from sessions import services as session_services
-from sessions.models import EndReason, PlaySession
+from sessions.models import EndReason, PlaySession, Recording
 from worlds import ratelimit
 from worlds.models import World, WorldStatus
 from worlds.moderation.audit import Target, audit_record
@@ -36,6 +36,7 @@ from worlds.moderation.models import (
 from worlds.moderation.policy import ensure_not_suspended
 from worlds.moderation.selectors import (
     is_moderator,
+    recording_by_key,
     session_by_key,
     suspension_active,
     target_keys,
@@ -78,6 +79,15 @@ def target_resolve(*, target_type: str, target_id: str) -> Target:
         session = _session_by_key(target_id)
         label = f"session of {session.world.title}"
         return Target(target_type, str(session.pk), label, session.world, session.player, session)
+    if target_type == TargetType.RECORDING:
+        recording = recording_by_key(target_id)
+        if recording is None:
+            raise _invalid("target_id", "No recording with this id.")
+        session = recording.session
+        label = f"run of {recording.world.title}"
+        return Target(
+            target_type, str(recording.pk), label, recording.world, session.player, session
+        )
     if target_type == TargetType.TEXT:
         # Text targets are named by their reports; an action on one reaches its context.
         report = Report.objects.filter(target_type=target_type, target_id=target_id).first()
@@ -97,7 +107,7 @@ def target_resolve(*, target_type: str, target_id: str) -> Target:
             world=report.world,
             user=report.target_user or (report.world.creator if report.world else None),
         )
-    raise _invalid("target_type", "Choose world, session, user or text.")
+    raise _invalid("target_type", "Choose world, session, recording, user or text.")
 
 
 def _world_by_key(key: str, creator: AbstractBaseUser | None = None) -> World:
@@ -220,6 +230,8 @@ def _report_target(
         target = target_resolve(target_type=target_type, target_id=target_id)
         if target.world is not None and not _visible_for_report(target.world):
             raise _invalid("target_id", "No world with this id.")
+        if target.type == TargetType.RECORDING and not _public_recording(target.id):
+            raise _invalid("target_id", "No recording with this id.")  # as for an unknown id
         return target
     text = (text or "").strip()
     if not text:
@@ -268,6 +280,7 @@ MODERATOR_ACTIONS = (
     ActionKind.SUSPEND,
     ActionKind.UNSUSPEND,
     ActionKind.END_SESSION,
+    ActionKind.REMOVE_RECORDING,
     ActionKind.REJECT_APPEAL,
 )
 
@@ -415,6 +428,23 @@ def _effect_restore(*, target: Target, moderator, reason, days):
     return before, after
 
 
+def _public_recording(recording_id: str) -> bool:
+    return Recording.objects.filter(pk=recording_id, is_public=True, removed_at=None).exists()
+
+
+def _effect_remove_recording(*, target: Target, moderator, reason, days):
+    """A run off every page and private for good (its players cannot publish it again)."""
+    if target.type != TargetType.RECORDING:
+        raise _invalid("kind", "This action applies to a recording.")
+    recording = Recording.objects.select_for_update().get(pk=target.id)
+    if recording.removed_at is not None:
+        raise _invalid("kind", "This recording is already removed.")
+    before = {"public": recording.is_public, "removed": False}
+    recording.is_public, recording.removed_at = False, timezone.now()
+    recording.save(update_fields=["is_public", "removed_at"])
+    return before, {"public": False, "removed": True}
+
+
 def _effect_reject_appeal(*, target: Target, moderator, reason, days):
     world = _require_world(target)
     appeal = Appeal.objects.select_for_update().filter(world=world, status=AppealStatus.OPEN)
@@ -471,6 +501,7 @@ _EFFECTS = {
     ActionKind.DISMISS: _effect_dismiss,
     ActionKind.UNLIST: _effect_unlist,
     ActionKind.REMOVE: _effect_remove,
+    ActionKind.REMOVE_RECORDING: _effect_remove_recording,
     ActionKind.RESTORE: _effect_restore,
     ActionKind.REJECT_APPEAL: _effect_reject_appeal,
     ActionKind.WARN: _effect_warn,

@@ -23,6 +23,7 @@ from inference.serving.placement import RedisPlacement
 from inference.serving.worker import InferenceWorker
 from sessions.worker_client import screen_generated_line
 from sessions.world_store import StorageWorldStore
+from worlds.cover_render import weights_digest
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")  # a valid channel-name part
 
@@ -89,6 +90,8 @@ class Command(BaseCommand):
             weights=options["weights"],
             screen=screen_generated_line,
             world_store=StorageWorldStore(),
+            record=settings.RECORD_SESSIONS,
+            weights_digest=weights_digest(),
             vote_window_s=settings.STORY_VOTE_SECONDS,
         )
         loop = asyncio.get_running_loop()
