@@ -12,7 +12,10 @@ from sessions.worker_client import get_placement
 
 def session_get(*, session_id) -> PlaySession:
     """Raises PlaySession.DoesNotExist (also for a malformed id)."""
-    return PlaySession.objects.select_related("world", "world_version", "player").get(pk=session_id)
+    # forked_from: the attach message names a fork's recording (read in the consumer's loop)
+    return PlaySession.objects.select_related(
+        "world", "world_version", "player", "forked_from"
+    ).get(pk=session_id)
 
 
 def session_get_for_player(*, session_id, user, session_key: str | None) -> PlaySession:

@@ -274,39 +274,59 @@ class Replay:
     def state_at(self, frame: int, slot: int | None = None) -> tuple[bytes, str, dict | None]:
         """The world just after camera ``slot`` (default: the lead's) showed its frame
         ``frame``: -> (world snapshot, that camera's player id in it, the story so far then).
-        Nothing is rendered; a step is cut at that frame."""
+        Nothing is rendered; the step that drew that frame is cut there."""
         slot = self.recording.lead if slot is None else slot
         total = self.recording.cameras.get(slot, Camera(slot)).frames
         if not 0 <= frame < total:
             raise RecordingError(f"frame must be 0..{total - 1}")
-        shown, story = 0, None
-        for entry in self._entries():
-            kind = entry[0]
-            if kind == "story":
+        at, shown, story = self._shown_steps(slot), 0, None
+        for n, entry in enumerate(self._entries()):
+            if entry[0] == "story":
                 story = entry[1]
-            elif kind == "drop" and int(entry[1]) == slot:
-                shown -= int(entry[2])
-            elif kind == "world":
-                item = jn.from_json(entry[1])
-                mine = self._players(slot)
-                n = (
-                    sum(m[3] for m in item.moves if m[0] in mine)
-                    if isinstance(item, jn.Advance)
-                    else 0
-                )
-                if n and shown + n > frame:
-                    # only the frames up to this one: the state the camera showed then
-                    k = frame - shown + 1
-                    moves = tuple((p, dx, dy, min(c, k)) for p, dx, dy, c in item.moves)
-                    item = jn.Advance(moves, tuple(h for h in item.held if h[0] < k))
-                    self._apply(item)
-                    break
-                self._apply(item)
-                shown += n
+            if entry[0] != "world":
+                continue
+            item = jn.from_json(entry[1])
+            if n in at and shown + at[n] > frame:
+                k = frame - shown + 1  # the frames of this step up to that one
+                moves = tuple((p, dx, dy, min(c, k)) for p, dx, dy, c in item.moves)
+                self._apply(jn.Advance(moves, tuple(h for h in item.held if h[0] < k)))
+                break
+            self._apply(item)
+            shown += at.get(n, 0)
         snapshot = self.engine.snapshot(self._world)
-        player = next((p for p in self._players(slot)), "")
+        player = next(iter(self._players(slot)), "")
         self._close()
         return snapshot, player, story
+
+    def _shown_steps(self, slot: int) -> dict[int, int]:
+        """Entry number of each step of the camera -> how many of its frames were shown (a
+        drop gives up the frames just before the next step's, the tail of earlier steps),
+        counted from the journal alone."""
+        slots: dict[str, int] = {}
+        steps: list[list[int]] = []  # [entry number, frames shown]
+        n = -1  # numbered as `_entries` yields them: segments are not
+        for entry in self.recording.entries:
+            kind = entry[0]
+            n += kind != "segment"
+            if kind == "segment":
+                slots = {str(p): int(s) for p, s in entry[3].items()}
+            elif kind == "world":
+                item = jn.from_json(entry[1])
+                if isinstance(item, jn.Join):
+                    slots[item.player_id] = item.slot
+                elif isinstance(item, jn.Advance):
+                    made = sum(m[3] for m in item.moves if slots.get(m[0]) == slot)
+                    if made:
+                        steps.append([n, made])
+            elif kind == "drop" and int(entry[1]) == slot:
+                drop = int(entry[2])
+                for step in reversed(steps[:-1]):
+                    gone = min(drop, step[1])
+                    step[1] -= gone
+                    drop -= gone
+                    if not drop:
+                        break
+        return {n: count for n, count in steps}
 
     def _entries(self) -> Iterator[list]:
         """The recording's entries; segments restart the world (and are not yielded)."""
