@@ -192,7 +192,7 @@
     if (Array.isArray(msg.players)) showPlayers(msg.players);
     if (typeof msg.viewers === "number") hud.viewers.textContent = msg.viewers;
     hud.queue.textContent = msg.state === "queued" && msg.position ? `#${msg.position}` : "—";
-    if (msg.state === "ended") socket.stop();
+    if (msg.state === "ended") { socket.stop(); offerReplay(); }
     screen.setState(msg.state, msg.state === "queued" && msg.position
       ? `Waiting for a free world engine: you are number ${msg.position} in line.`
       : msg.state === "ended" && msg.reason
@@ -406,7 +406,27 @@
     }
     screen.setState("ended", session.shared ? "You left this world." : undefined);
     $("play-together").hidden = true;
+    offerReplay();
   });
+
+  // Once a session ends, its recording (written by the worker as it ends): a link to replay it.
+  let replayOffered = false;
+  async function offerReplay() {
+    if (!session || replayOffered) return;
+    replayOffered = true;
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      try {
+        const run = await api("GET", `${root.dataset.api}${session.id}/recording/`);
+        if (run.frames > 0) {
+          const link = $("replay-link");
+          link.href = run.replay_url;
+          link.hidden = false;
+          return;
+        }
+      } catch (err) { /* not there yet, or never (a session that never ran) */ }
+      await new Promise((done) => setTimeout(done, 1000));
+    }
+  }
 
   canvas.focus();
   start();
