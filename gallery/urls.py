@@ -1,9 +1,9 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
-from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from gallery.media import serve_media
 from gallery.views import favicon
 
 urlpatterns = [
@@ -22,7 +22,7 @@ urlpatterns = [
 if not settings.S3_BUCKET:
     # Embedded default: media files are local and served by the app itself.
     urlpatterns += [
-        re_path(r"^media/(?P<path>.*)$", serve, {"document_root": settings.MEDIA_ROOT}),
+        re_path(r"^media/(?P<path>.*)$", serve_media, {"document_root": settings.MEDIA_ROOT}),
     ]
 
 # Error pages: JSON under /api/, styled pages elsewhere.

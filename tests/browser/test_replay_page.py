@@ -58,9 +58,11 @@ def test_a_run_is_replayed_scrubbed_and_forked(request, live_url, page):
     # The replay page draws the run (an MP4 per camera) and plays it.
     page.wait_for_url("**/r/*/")
     assert page.text_content("h1") == f"A run of {world.title}"
-    page.wait_for_selector("#replay-overlay[hidden]", timeout=120_000)
+    page.wait_for_selector("#replay-overlay[hidden]", state="attached", timeout=120_000)
     assert page.text_content("#replay-status") == "Ready"
-    assert page.evaluate("document.getElementById('replay-video').canPlayType('video/mp4; codecs=\"avc1.64001e\"')")
+    assert page.evaluate(
+        "document.getElementById('replay-video').canPlayType('video/mp4; codecs=\"avc1.64001e\"')"
+    )
     page.wait_for_function("document.getElementById('replay-video').readyState >= 1")
     duration = page.evaluate("document.getElementById('replay-video').duration")
     frames = int(page.get_attribute("#replay-scrubber", "max")) + 1
