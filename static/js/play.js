@@ -410,13 +410,13 @@
   });
 
   // Once a session ends, its recording (written by the worker as it ends): a link to replay it.
-  let replayOffered = false;
+  let replayOffered = ""; // the session whose recording is being looked for
   async function offerReplay() {
-    if (!session || replayOffered) return;
-    replayOffered = true;
-    for (let attempt = 0; attempt < 20; attempt += 1) {
+    if (!session || replayOffered === session.id) return;
+    const ended = (replayOffered = session.id);
+    for (let attempt = 0; attempt < 30 && session && session.id === ended; attempt += 1) {
       try {
-        const run = await api("GET", `${root.dataset.api}${session.id}/recording/`);
+        const run = await api("GET", `${root.dataset.api}${ended}/recording/`);
         if (run.frames > 0) {
           const link = $("replay-link");
           link.href = run.replay_url;

@@ -40,7 +40,7 @@
   }
   function showTime() {
     const total = rec ? (rec.cameras[camera.value] || rec.frames) / fps() : 0;
-    timeOut.textContent = `${clock(video.currentTime || 0)} / ${clock(total)}`;
+    timeOut.textContent = `${clock(video.currentTime || 0)} / ${clock(Math.round(total))}`;
     if (!scrubbing) scrubber.value = frameNow();
   }
   function seekFrame(frame) {

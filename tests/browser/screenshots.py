@@ -189,6 +189,60 @@ def shoot_shared(shooter: "Shooter", visitor, moderator, slug: str) -> None:
     guest.close()
 
 
+def shoot_replay(shooter: "Shooter", visitor, player_context, slug: str) -> None:
+    """A run: played (a walk, an event), ended, published; its replay page, and a gallery card
+    playing the run's clip under the pointer."""
+    page = player_context.new_page()
+    page.goto(f"{shooter.base}/play/{slug}/")
+    wait_for(page, "#play[data-state='live']", "the world going live")
+    page.focus("#play-canvas")
+    page.keyboard.down("d")
+    page.wait_for_timeout(2500)
+    page.keyboard.up("d")
+    page.fill("#prompt-text", "a lantern appears")
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(1500)
+    page.focus("#play-canvas")
+    page.keyboard.down("s")
+    page.wait_for_timeout(3000)
+    page.keyboard.up("s")
+    page.click("#end-session")
+    wait_for(page, "#replay-link:not([hidden])", "the replay link")
+    href = page.get_attribute("#replay-link", "href")
+    if not href:
+        state = page.get_attribute("#play", "data-state")
+        sid = page.get_attribute("#play", "data-session")
+        got = page.evaluate(f"fetch('/api/sessions/{sid}/recording/').then(r => r.text())")
+        print(f"  note: no recording (the play page is {state}: {got[:300]}); no replay screenshots")
+        page.close()
+        return
+    page.goto(shooter.base + href)
+    wait_for(page, "#replay-publish", "the publish button")
+    if page.locator("#replay-publish").count():
+        page.click("#replay-publish")  # public: the world's card plays a clip of it
+        page.wait_for_timeout(3000)
+    page.close()
+    ready = ("#replay-overlay[hidden]", "the replay's video")
+    shooter.shoot(visitor, "replay", href, ready=[ready])
+    shooter.shoot(visitor, "world-runs", f"/w/{slug}/")
+    home = visitor.new_page()
+    home.goto(shooter.base + f"/w/{slug}/")
+    home.goto(shooter.base + "/")
+    card = home.locator(f".card:has(a[href='/w/{slug}/']):has(.card-clip)").first
+    if card.count():
+        card.scroll_into_view_if_needed()
+        card.hover()
+        wait_for(home, ".card-clip.playing", "the card's clip playing")
+        home.wait_for_timeout(800)
+        target = shooter.out / f"{shooter.size}-card-clip.png"
+        card.screenshot(path=str(target))
+        shooter.saved.append(target)
+        print(f"  {target}")
+    else:
+        print("  note: no card with a clip; no card-clip screenshot")
+    home.close()
+
+
 def shoot_all(browser, base: str, out: Path, slugs: dict[str, str]) -> list[Path]:
     saved = []
     for size, options in SIZES.items():
@@ -221,6 +275,7 @@ def shoot_all(browser, base: str, out: Path, slugs: dict[str, str]) -> list[Path
         # A story world for the shared shots: the games world above still holds the moderator's
         # session (closing its tab leaves it in its reconnect grace).
         shoot_shared(shooter, visitor, moderator, slugs.get("stories") or slugs["games"])
+        shoot_replay(shooter, visitor, moderator, slugs["games"])
         shooter.shoot(moderator, "publish", "/publish/")
         shooter.shoot(moderator, "moderation-queue", "/moderation/")
         visitor.close()
