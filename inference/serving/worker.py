@@ -793,7 +793,7 @@ class InferenceWorker:
             return  # ended or moved while the options were written
         session.narrative = answer.state
         if picked is not None:
-            self.core.note(session, "pick", session.last_pick or "", picked.label)
+            self.core.note(session, "pick", "", picked.label)
         # the story so far, written by the language model (a fork of this moment goes on from it)
         self.core.note(session, "story", answer.state.to_meta())
         await self._save_snapshot(session)  # a pick after a failover finds this pair on offer

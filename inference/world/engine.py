@@ -388,7 +388,7 @@ class WorldEngine:
         return engine
 
     def start_replay(self, snapshot: bytes, frames: dict[str, int]) -> str:
-        """A world to replay a journal on, from the snapshot `record` returned with it."""
+        """A world to replay a journal on, from a snapshot `checkpoint` took with its frames."""
         world_id = self.restore(snapshot)
         self._frames.update({p: int(n) for p, n in frames.items() if p in self._player_world})
         return world_id

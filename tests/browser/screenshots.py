@@ -213,7 +213,7 @@ def shoot_replay(shooter: "Shooter", visitor, player_context, slug: str) -> None
         state = page.get_attribute("#play", "data-state")
         sid = page.get_attribute("#play", "data-session")
         got = page.evaluate(f"fetch('/api/sessions/{sid}/recording/').then(r => r.text())")
-        print(f"  note: no recording (the play page is {state}: {got[:300]}); no replay screenshots")
+        print(f"  note: no recording (the play page is {state}: {got[:300]}); no replay shots")
         page.close()
         return
     page.goto(shooter.base + href)
