@@ -217,3 +217,37 @@ def test_the_schema_documents_recordings(db):
         assert methods <= set(schema["paths"][path]), path
     fork = schema["paths"]["/api/recordings/{recording_id}/fork/"]["post"]
     assert {"201", "400", "404", "409"} <= set(fork["responses"])
+
+
+def test_a_published_run_becomes_its_world_card_clip_and_the_creator_picks_another(
+    engine, s3_storage, clean_placement
+):
+    host, guest = make_user("host"), make_user("guest")
+    world = make_world(creator=host)
+    first = _played(engine, world=world, players=[guest], ticks=300)
+    assert _client(guest).patch(f"/api/recordings/{first.id}/", {"public": True}, format="json")
+    world.refresh_from_db()
+    assert world.preview_run == first.pk and not world.preview_picked
+    with default_storage.open(world.preview_clip, "rb") as f, av.open(io.BytesIO(f.read())) as box:
+        clip = [frame.to_ndarray(format="rgb24") for frame in box.decode(video=0)]
+    assert len(clip) == 96 and clip[0].shape == (256, 256, 3)  # 4 s, half the export's size
+    home = _client().get("/").content.decode()
+    assert f'class="card-clip" data-src="{world.preview_clip_url.split("?")[0]}' in home
+    # the world's page lists its public runs
+    page = _client().get(f"/w/{world.slug}/").content.decode()
+    assert f"/r/{first.id}/" in page and "Public runs" in page
+    # only the creator picks the card's run, and only a public one
+    second = _played(engine, world=world, players=[host], ticks=200)
+    url = f"/api/recordings/{second.id}/cover/"
+    assert _client(host).post(url).status_code == 409  # still private
+    _client(host).patch(f"/api/recordings/{second.id}/", {"public": True}, format="json")
+    world.refresh_from_db()
+    assert world.preview_run == first.pk  # the longer public run stays the card's
+    assert _client(guest).post(url).status_code == 403
+    assert _client(host).post(url).status_code == 202
+    world.refresh_from_db()
+    assert (world.preview_run, world.preview_picked) == (second.pk, True)
+    # made private again, its clip leaves the card
+    _client(host).patch(f"/api/recordings/{second.id}/", {"public": False}, format="json")
+    world.refresh_from_db()
+    assert (world.preview_run, world.preview_clip) == (None, "")
