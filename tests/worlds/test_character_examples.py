@@ -48,6 +48,8 @@ def test_the_worker_is_sent_at_most_eight_example_lines(owner):
         id = "s1"
         world_version = world.current_version
         is_live_world = False
+        forked_from_id = None  # not a fork
+        forked_frame = forked_slot = 0
 
     card = attach_message(Session, restore=False).character
     assert card.examples == tuple(f"Line {n}." for n in range(8))
