@@ -489,8 +489,11 @@ class WorldEngine:
                     if cameras is None or p.player_id in cameras:
                         scenes.append(self._scene(world, p))
                         owners.append(p.player_id)
-            moves = tuple((p.player_id, *dirs[p.player_id], lengths[p.player_id]) for p in players)
-            self._log(world, jn.Advance(moves, tuple(was_held)))
+            if world.world_id in self.journals:  # only recorded worlds pay for the entry
+                moves = tuple(
+                    (p.player_id, *dirs[p.player_id], lengths[p.player_id]) for p in players
+                )
+                self._log(world, jn.Advance(moves, tuple(was_held)))
         return scenes, owners
 
     def _check_chunks(self, keys, chunk) -> dict[str, int]:
