@@ -84,8 +84,9 @@ def test_a_run_is_replayed_scrubbed_and_forked(request, live_url, page):
     page.click("#replay-toggle")
     page.wait_for_function("document.getElementById('replay-video').currentTime > 1")
     page.click("#replay-toggle")
-    page.wait_for_function("document.getElementById('replay-video').paused")
-    assert page.text_content("#replay-toggle") == "Play"
+    # the label follows the video's "pause" event, which comes after `paused` turns true
+    page.wait_for_function("document.getElementById('replay-toggle').textContent === 'Play'")
+    assert page.evaluate("document.getElementById('replay-video').paused")
     assert int(page.input_value("#replay-scrubber")) >= 24
     # scrub to the middle, then play on from there in a new live session
     middle = frames // 2
