@@ -20,13 +20,10 @@ from inference.training.simulator import phrasing
 from inference.world import spec as ws
 from inference.world import text as text_encoder
 from inference.world import vocabulary
-from inference.world.engine import (
-    UnsupportedEvent,
-    _in_a_place_phrase,
-    _in_place_words,
-    _part_of_a_thing,
-)
+from inference.world.engine import UnsupportedEvent
 from inference.world.model import NAME_KINDS, ModelConfig, Renderer
+from inference.world.phrases import _in_place_words, _part_of_a_thing
+from inference.world.prompts import _in_a_place_phrase
 
 
 def _frame(engine, pid, keys=frozenset(), n=1):

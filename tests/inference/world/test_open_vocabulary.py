@@ -11,7 +11,8 @@ import pytest
 from inference.world import spec as ws
 from inference.world import state as world_state
 from inference.world.concepts import BEHAVIOURS
-from inference.world.engine import UnsupportedEvent, is_water_token
+from inference.world.engine import UnsupportedEvent
+from inference.world.objects import is_water_token
 from inference.world.state import SnapshotError
 
 
