@@ -130,9 +130,8 @@ class WorldEngine(TerrainGrowth):
         reader = Reader.load()
         _ = reader.keys  # the vocabulary's names embedded now, not in the first event's step
         # numpy's BLAS (OpenBLAS) keeps threads of its own beside torch's, which spin after
-        # each matmul while torch waits for the cores: with 8 players on 2 cores, a step's p90
-        # was 5.3-6.1 ms and an event 43-53 ms, on one BLAS thread 1.9-2.0 and 25 ms (the
-        # engine's numpy matmuls, the phrase readings, are small). torch's OpenMP is untouched.
+        # each matmul while torch waits for the cores; the engine's numpy matmuls (the phrase
+        # readings) are small (docs/decisions.md). torch's OpenMP is untouched.
         threadpool_limits(limits=1, user_api="blas")
         return cls(model, device, reader)
 

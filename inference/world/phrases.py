@@ -45,99 +45,52 @@ class PhraseReading:
     lacks_at: int | None = None
 
 
-# names and at least this close; it weighs by how far past the bar it is, so a faint match
-# never outvotes heads sure of the default ("a dry desert ... under a blazing noon sun" stays
-# clear). Chosen on 720 eval-split prompts of another seed than the evaluation's, keeping every
-# demo world's reading: atmosphere right 91.8% (heads alone 88.5%), time of day 91.1% (83.6%).
-# Up to PHRASE_NAME_PLAIN it weighs 120 nats per unit of cosine, and no more past it: heads
-# sure of clear no longer outvote "with cinders in the air" (0.79, ash) or "as the sun comes up",
-# while two named atmospheres ("a sunny meadow ... in a heavy downpour", 0.88 and 0.82) are both
-# plainly named and the heads choose between them. Chosen from 40, 80, 120 and 200 nats and
-# plain bars of 0.77 to 0.83 and none, on 800 eval-split prompts of each of seeds 11 and 13 (not
-# the evaluation's) and 1,500 event texts of each: atmosphere 95.8 -> 97.5% and 96.0 -> 97.4%
-# (ash 75 -> 88%), time of day 94.1 -> 96.1% and 92.9 -> 95.5% (dawn 68 -> 78%, 56 -> 73%);
-# events 99.9 -> 99.9% and 99.7 -> 99.5%; the written prompts and every demo world read the
-# same. (The weight was 40 with no plain bar before 2026-12-04.)
+# A phrase names an atmosphere or a time of day when one of its names is its nearest of all
+# names and at least this close; it weighs by how far past the bar it is, up to the plain bar,
+# so a faint match never outvotes heads sure of the default ("a dry desert ... under a blazing
+# noon sun" stays clear), while heads sure of clear no longer outvote "with cinders in the air"
+# (0.79, ash). Two plainly named atmospheres are both at the cap: the heads choose between them.
 PHRASE_NAME_MIN = 0.7
-PHRASE_NAME_WEIGHT = 120.0
+PHRASE_NAME_WEIGHT = 120.0  # nats per unit of cosine past PHRASE_NAME_MIN
 PHRASE_NAME_PLAIN = 0.8
 
-# Which readings count single words as phrases too. Measured on 600 eval-split prompts of each of
-# seeds 11 and 13 (not the evaluation's), text side only, 2026-12-04 (eleventh session): words
-# for every kind gave time of day 93.2 -> 98.2% and 95.8 -> 98.3% (dawn 63 -> 95%, 69 -> 100%:
-# "at daybreak" is nearer a dusk name, "daybreak" a dawn one), but atmosphere 95.7 -> 94.8% and
-# 96.2 -> 94.0% ("vine-choked" is nearest a sandstorm name) and places +0.5 and -0.9 points; so
-# words speak for the time of day alone.
+# Single words count as phrases for the time of day alone: "at daybreak" is nearer a dusk name,
+# "daybreak" a dawn one; for atmospheres and places words mislead ("vine-choked" is nearest a
+# sandstorm name).
 WORDS_FOR = {"weather": False, "time": True}
-
 
 # A text gets an atmosphere or a time of day other than the default (clear, day; for events,
 # no change) only when one of its phrases comes within SUPPORT_MIN of one of that concept's
-# names and one (the same or another) has one of them for its nearest name of all at
-# CLAIM_MIN. The heads are sure of things nobody wrote on text unlike their training prompts
-# ("an erupting volcano with rivers of lava": rain 1.00; "a sunny meadow full of buttercups":
-# snow 0.83; the event "a snowstorm hits": a thunderstorm, which no phrase of it is nearest
-# to). SUPPORT_MIN was chosen on 720 eval-split prompts of each of seeds 11 and 13 (not the
-# evaluation's) and 64 prompts written by hand (atmosphere 95.0 -> 95.1%, 95.6 -> 95.7% and
-# 78 -> 89%; at 0.65 and above falling petals are lost), then CLAIM_MIN on the same (95.1 ->
-# 95.7%, 95.7 -> 96.0% and 89 -> 92%; 0.5 to 0.6 alike; time of day +0.2 points, +0.2 and
-# -1 prompt of 64).
+# names and one has one of them for its nearest name of all at CLAIM_MIN: the heads are sure of
+# things nobody wrote on text unlike their training prompts ("an erupting volcano with rivers of
+# lava": rain 1.00). Above 0.65 falling petals are lost.
 SUPPORT_MIN = 0.6
 CLAIM_MIN = 0.55
-CLEAR, DAY = spec.WEATHERS.index("clear"), spec.TIMES.index("day")
 
 # A creature the heads read is kept only where a phrase of the text has one of its names for its
-# nearest name of all, this close. The heads read some creature into texts that name none or one
-# the model does not have ("an elephant appears": a crab; "a horse gallops by": a fish), and
-# into 14% of world descriptions that name none. Chosen from 0.4 to 0.65 on eval-split texts of
-# seeds 11 and 13 (1,500 events, 800 descriptions) and 28 texts asking for what the model cannot
-# do: creatures asked for 89.4 -> 89.1%, none asked 99.7 -> 100%; descriptions: the creature
-# asked for 92.2 -> 89.7%, none spawned where none was asked 86.3 -> 99.8%; the 28 texts acting
-# at all 15 -> 5. The same rule for the things events place lost 13 points of held-out thing
-# phrasings ("a dirt track opens up" is nearest a desert name), so things keep the head alone.
+# nearest name of all, this close: the heads read some creature into texts that name none or one
+# the model does not have ("an elephant appears": a crab).
 NAMED_MIN = 0.5
 # A creature a phrase names this plainly is taken where the heads read none or another: they
-# never met "moose", "owl" or "tabby" (`vocabulary`), the names have. On eval-split texts of
-# seeds 11 and 13 (600 descriptions, 1,500 events; not the evaluation's): creatures asked for in
-# events 89.3 -> 89.6% and 89.7 -> 90.7%, none asked 100 -> 100%; descriptions' creature 95.7 ->
-# 96.0% and 96.2 -> 96.7%. At 0.65 "the little" of a description was a "little fish".
+# never met "moose", "owl" or "tabby" (`vocabulary`), the names have. At 0.65 "the little" of a
+# description was a "little fish".
 NAMED_PLAIN = 0.7
 # A thing the event head reads is kept only where some phrase comes this close to one of its
-# names (its nearest name of all may be another's: "a dirt track opens up" is nearest a desert).
-# The head placed things for texts naming none: "the castle explodes" (the eval split's held-out
-# non-event) a lava pool, "a windmill appears" a house, "a lamp post" a house. On eval-split
-# event texts of seeds 11 and 13 (3,000; not the evaluation's): things asked for 97.5 -> 97.5%,
-# no thing where none was asked 89.9 -> 97.6%; 28 thing texts written for the check, 28 -> 28;
-# 30 asking for things the model does not have, unsupported 16 -> 21. Chosen from 0.4 to 0.55:
-# past 0.45 held-out phrasings are lost ("a dirt track opens up" is 0.45 from "pave a trail").
+# names, whatever that phrase's nearest name ("a dirt track opens up" is nearest a desert); the
+# creatures' stricter rule lost held-out thing phrasings. Past 0.45 "a dirt track opens up"
+# (0.45 from "pave a trail") is lost.
 THING_SUPPORT_MIN = 0.4
 
 # A phrase whose nearest name of all is an atmosphere, a time of day or a creature names no biome,
-# however near it comes to one: "in swirling sand" (a sandstorm) was the desert's and "pink petals
-# float by" the blossom garden's, and each ruled out the jungle of "vine-choked tropics" (at most
-# 0.51 from a jungle name). Chosen on 600 eval-split prompts of each of seeds 11 and 13 (not the
-# evaluation's) with FUNCTION_WORDS' wh-words and modals, text side: exact biomes 91.5 -> 92.2% and
-# 93.8 -> 94.3% (jungle alone 93 -> 100%, 85 -> 93%); atmosphere, time, creature, 1,000 event texts
-# of each seed, the 96 written prompts and written event sets B and C read the same. Things and
-# scene details as well lost one written prompt.
+# however near it comes to one: "in swirling sand" (a sandstorm) was the desert's and ruled out
+# the jungle of "vine-choked tropics".
 NOT_A_PLACE = [NAME_KINDS.index(k) for k in ("weather", "time", "creature")]
 # A biome that this many phrases name by both readings (nearest name at AGREED_CLAIM_MIN, and the
 # prompt heads on the phrase alone at AGREED_HEAD_MIN) is the second biome, whatever the heads make
-# of the whole text: the held-out "stagnant wetlands" (0.66 from "boggy wetland") and "vine-choked
-# tropics" (0.44-0.47 from the jungle's names; the whole text's heads gave the jungle a share under
-# 5%) never came second. A phrase sharing a place word (one that alone names a biome) with a phrase
-# nearer to another biome does not count: "a cavern of" is a cave, "cavern of blue ice" an ice
-# cave. Chosen on 600 eval-split prompts of each of seeds 11 and 13 (not the evaluation's), text
-# side. 2026-12-05 (sixteenth session), with the creature-phrase rule (`_part_of_a_thing`), at
-# 0.45 and only where the heads also read two: exact biomes 92.2 -> 94.2% and 94.3 -> 95.2%. Then
-# (seventeenth) whatever the heads read, at 0.42, with the place-word rule: 94.2 -> 96.5% and
-# 95.2 -> 97.5% (one biome 98.4% either way, two 85.7 -> 93.7%; jungle named 76 -> 90%); 29 prompts
-# read right that were not, 2 wrong that were ("half stagnant wetlands, half sand dunes":
-# "wetlands half sand dunes" is nearer the desert; the written "a hidden temple deep in the jungle"
-# is ruins as well); every demo world, atmosphere, time and creature reads the same. At 0.4 "a
-# faraway stretch of coastline" was a canyon as well; without the place-word rule every "cavern of
-# blue ice" was a cave as well; one or two phrases took a second biome from "hillside with hot"
-# (snow); letting such a biome also rank first turned "snowbound valley" into a canyon.
+# of the whole text: held-out names are far from every name ("vine-choked tropics" 0.44-0.47 from
+# the jungle's) but the heads know them. A phrase sharing a place word (one that alone names a
+# biome) with a phrase nearer to another biome does not count: "a cavern of" is a cave, "cavern of
+# blue ice" an ice cave. At 0.4 "a faraway stretch of coastline" was a canyon as well.
 AGREED_PHRASES = 3
 AGREED_CLAIM_MIN = 0.42
 AGREED_HEAD_MIN = 0.8

@@ -30,47 +30,34 @@ def shown_biomes(biome_probs: np.ndarray) -> list[str]:
 
 MIX_SHARES = (0.35, 0.65)  # the second biome's share in the generator's training mixes
 # A second biome under this share of the top two is noise even when the "mixed" head says two
-# (heads alone; chosen on held-out phrasings: 81% of prompts get exactly their biomes, against
-# 77% without)
+# (the heads alone, for weights without names).
 MIX_MIN_SHARE = 0.1
-# With phrase scores (chosen on 400 prompts of the held-out split: 90% get exactly their
-# biomes, against 81% from the heads alone): a biome's nearest phrase weighs this much against
-# the heads' log-probability; a second biome needs a phrase nearer to it than to any other
-# biome, this close to one of its names, and this much of the heads' belief in the two.
+# With phrase scores a biome's nearest phrase weighs this much against the heads'
+# log-probability, so one place named among many details stands out; a second biome needs a
+# phrase nearer to it than to any other biome, this close to one of its names, and this much of
+# the heads' belief in the two.
 PHRASE_WEIGHT = 20.0
 SECOND_PHRASE_MIN = 0.7
 SECOND_HEAD_MIN_SHARE = 0.05
 # ... unless the "mixed" head is this sure of two and the second's phrase this close: the heads'
 # share misses a second biome joined by words they never saw ("a sea of dunes bordering a grassy
-# hillside" gave meadow 2%). On 800 eval-split prompts of each of two seeds other than the
-# evaluation's: exact biomes 90.6 -> 91.2% and 92.0 -> 92.6% (mixed 77 -> 81%, 81 -> 86%).
+# hillside" gave meadow 2%).
 SECOND_SURE_MIXED = 0.8
 SECOND_SURE_PHRASE = 0.74
 # ... and that phrase has to be this much nearer to the second biome than to any other: a bare
-# landform names no place ("hills with a" of "green rolling hills with a windmill" is 0.73 from
-# the snow's "snow-covered hills" and 0.70 from the meadow's "rolling green hills": the demo
-# world Mira the Cartographer had snowfields). Chosen from 0.02 to 0.15 on 800 eval-split
-# prompts of each of seeds 11 and 13 and the 64 written prompts: exact biomes 90.9 -> 91.0%
-# and 91.2 -> 91.4% (mixed ones 81.0 -> 80.2% and 80.2 -> 80.2%), written 93.8 -> 93.8%; the
-# 32 held-out written prompts 90.6 -> 93.8%.
+# landform names no place ("hills with a" is 0.73 from the snow's "snow-covered hills" and 0.70
+# from the meadow's "rolling green hills").
 SECOND_LEAD_MIN = 0.08
 # Where some phrase has one of a biome's names for its nearest biome name at this cosine or
 # more, only such named biomes may be drawn: the heads read the place from an atmosphere or a
-# detail named beside it ("camel tracks across the sand sea": beach; "a picnic on the village
-# green": jungle; "dry cracked earth and cacti at dusk": ruins). Chosen on 800 eval-split
-# prompts of each of seeds 11 and 13 (not the evaluation's) and the 64 written prompts (0.35
-# and 0.55 were tried beside a stricter reading, not kept): exact biomes 90.6 -> 91.0%, 90.9 ->
-# 91.2%, written 92.2 -> 93.8%; every demo world reads the same.
+# detail named beside it ("camel tracks across the sand sea": a beach).
 BIOME_CLAIM_MIN = 0.45
-
-# So is a biome that a phrase names plainly (its name the phrase's nearest at this cosine or
-# more, with SECOND_LEAD_MIN over the runner-up) in words apart from the first biome's phrase
-# (`_named_apart`): the heads never met "snowy mountains" and gave "snowy mountains and a
-# desert" the desert alone, sure of one place (0.96). Words shared keep one place: "a maple
-# forest" is no forest beside the autumn of "maple forest", "a cave of ice" no cave. Chosen on
-# 600 eval-split prompts of each of seeds 11 and 13, the 96 written prompts and the demo worlds:
-# at 0.9 every one reads the same; at 0.8 "a cavern beneath the mountain while it snows" had
-# snowfields and "an evergreen forest with sakura petals" a blossom garden.
+# A second biome is also drawn where a phrase names it plainly (its name the phrase's nearest at
+# this cosine or more, with SECOND_LEAD_MIN over the runner-up) in words apart from the first
+# biome's phrase (`BiomePhrases.apart`): the heads never met "snowy mountains" and gave "snowy
+# mountains and a desert" the desert alone. Words shared keep one place: "a maple forest" is no
+# forest beside the autumn of "maple forest". At 0.8 "an evergreen forest with sakura petals"
+# had a blossom garden.
 SECOND_PLAIN = 0.9
 
 

@@ -80,7 +80,7 @@ def render(
     for start in range(0, len(scenes), DECODE_BATCH):
         part = scenes[start : start + DECODE_BATCH]
         tokens, sprites = (np.stack([s[i] for s in part]) for i in (0, 5))
-        # the numbers in one array each (np.stack of 16 tuples took 0.08 ms more)
+        # the numbers in one array each (faster than np.stack of many small tuples)
         offset, weather, minute, phase = (
             np.array([s[i] for s in part], dtype=np.int64) for i in (1, 2, 3, 4)
         )
