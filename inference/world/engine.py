@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 from inference.world import journal as jn
 from inference.world import spec
 from inference.world import text as text_encoder
-from inference.world.concepts import BEHAVIOURS
+from inference.world.concepts import BEHAVIOURS, Concept
 from inference.world.model import ModelConfig, WorldModel
 from inference.world.objects import (
     MAX_OBJECTS,
@@ -273,7 +273,7 @@ class WorldEngine(TerrainGrowth):
             self._frames[p.player_id] = world.t
         return world.world_id
 
-    def _concept(self, name: str):
+    def _concept(self, name: str) -> Concept:
         known = self._concepts
         if known is None:
             known = self._concepts = {c.name: c for c in self.reader.concepts}

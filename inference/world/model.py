@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
-from inference.world import spec as ws
+from inference.world import spec
 
 LIGHT_STEPS = 48  # the light table holds one entry per half hour, linear in between
 TABLE_BOUND = 1e4  # |frozen renderer table entry|: far past any trained value, no overflow
@@ -32,17 +32,17 @@ GLOW_PX = 14.0  # spread of the pool of light round what gives light, frame pixe
 GLOW_RGB = (120.0, 90.0, 40.0)  # its colour at full dark (0..255 per channel)
 # Text heads: output sizes; index 0 of the event heads (and of "creature") means "none".
 PROMPT_HEADS = {
-    "biome": len(ws.BIOMES),  # trained on half-and-half targets when two are named
+    "biome": len(spec.BIOMES),  # trained on half-and-half targets when two are named
     "mixed": 2,  # one biome, or two
-    "weather": len(ws.WEATHERS),
-    "time": len(ws.TIMES),
-    "creature": len(ws.CREATURES) + 1,
+    "weather": len(spec.WEATHERS),
+    "time": len(spec.TIMES),
+    "creature": len(spec.CREATURES) + 1,
 }
 EVENT_HEADS = {
-    "weather": len(ws.WEATHERS) + 1,
-    "time": len(ws.TIMES) + 1,
-    "creature": len(ws.CREATURES) + 1,
-    "thing": len(ws.THINGS) + 1,
+    "weather": len(spec.WEATHERS) + 1,
+    "time": len(spec.TIMES) + 1,
+    "creature": len(spec.CREATURES) + 1,
+    "thing": len(spec.THINGS) + 1,
 }
 
 
@@ -95,21 +95,21 @@ class TerrainGenerator(nn.Module):
         super().__init__()
         self.cfg = cfg
         d = cfg.gen_dim
-        self.tok = nn.Embedding(ws.NUM_TOKENS + 2, d)
+        self.tok = nn.Embedding(spec.NUM_TOKENS + 2, d)
         self.spawn = nn.Embedding(2, d)
-        self.cond = nn.Linear(len(ws.BIOMES), 2 * d * cfg.gen_layers)  # FiLM per block
+        self.cond = nn.Linear(len(spec.BIOMES), 2 * d * cfg.gen_layers)  # FiLM per block
         # and from the prompt's MiniLM embedding itself (zero at first: the mix leads)
         self.text = nn.Linear(cfg.text_dim, 2 * d * cfg.gen_layers)
         nn.init.zeros_(self.text.weight)
         nn.init.zeros_(self.text.bias)
         self.blocks = nn.ModuleList(nn.Conv2d(d, d, 3, padding=1) for _ in range(cfg.gen_layers))
         self.mix = nn.ModuleList(nn.Conv2d(d, d, 1) for _ in range(cfg.gen_layers))
-        self.out = nn.Conv2d(d, ws.NUM_TOKENS, 1)
+        self.out = nn.Conv2d(d, spec.NUM_TOKENS, 1)
         # Added to each token's logit when sampling (never in training): fitted after training
         # so each biome's tile kinds come out in the simulator's mix (`training/calibrate.py`).
         # MaskGIT's draws favour the ground kinds a chunk is surest of: beaches came out with
         # 4% water (the simulator's: 21%), every biome short of water and obstacles.
-        self.register_buffer("kind_bias", torch.zeros(ws.NUM_TOKENS))
+        self.register_buffer("kind_bias", torch.zeros(spec.NUM_TOKENS))
 
     def forward(self, tokens, spawn, biome_probs, text=None) -> torch.Tensor:
         # tokens, spawn: (B, S, S) long; biome_probs: (B, n_biomes); text: (B, 384) or None
@@ -134,9 +134,9 @@ class TerrainGenerator(nn.Module):
         Per-chunk seeded Gumbel noise makes the result independent of what else is batched.
         Returns the centre tokens (B, CHUNK, CHUNK).
         """
-        cfg, c, m = self.cfg, ws.CHUNK, self.cfg.gen_margin
+        cfg, c, m = self.cfg, spec.CHUNK, self.cfg.gen_margin
         tokens = context.clone()
-        b, k = tokens.shape[0], ws.NUM_TOKENS
+        b, k = tokens.shape[0], spec.NUM_TOKENS
         noise = torch.stack(
             [
                 torch.rand(cfg.gen_steps, k + 1, c, c, generator=torch.Generator().manual_seed(s))
@@ -146,7 +146,7 @@ class TerrainGenerator(nn.Module):
         gumbel = -torch.log(-torch.log(noise))
         for step in range(cfg.gen_steps):
             centre = tokens[:, m : m + c, m : m + c]
-            masked = centre == ws.MASK_TOKEN  # (B, c, c)
+            masked = centre == spec.MASK_TOKEN  # (B, c, c)
             logits = self(tokens, spawn, biome_probs, text)[:, :, m : m + c, m : m + c]
             logits = torch.nan_to_num(logits.float(), nan=0.0).clamp(-50, 50)
             logits = logits + self.kind_bias[None, :, None, None]
@@ -177,7 +177,7 @@ class CollisionHead(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.emb = nn.Embedding(ws.NUM_TOKENS, 16)
+        self.emb = nn.Embedding(spec.NUM_TOKENS, 16)
         self.out = nn.Linear(16, 1)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -199,16 +199,16 @@ class Renderer(nn.Module):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        d, t = cfg.dec_dim, ws.TILE
-        self.tok = nn.Embedding(ws.NUM_TOKENS + 2, d)
+        d, t = cfg.dec_dim, spec.TILE
+        self.tok = nn.Embedding(spec.NUM_TOKENS + 2, d)
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, t * t * 3))
-        self.sprites = nn.Parameter(torch.zeros(ws.SPRITE_KINDS, ws.SPRITE, ws.SPRITE, 4))
-        self.atmosphere = nn.Embedding(len(ws.WEATHERS), 6)  # per-channel scale and shift
+        self.sprites = nn.Parameter(torch.zeros(spec.SPRITE_KINDS, spec.SPRITE, spec.SPRITE, 4))
+        self.atmosphere = nn.Embedding(len(spec.WEATHERS), 6)  # per-channel scale and shift
         self.light = nn.Parameter(torch.zeros(LIGHT_STEPS, 6))
-        self.overlay = nn.Parameter(torch.zeros(len(ws.WEATHERS), ws.OVERLAY, ws.OVERLAY, 4))
+        self.overlay = nn.Parameter(torch.zeros(len(spec.WEATHERS), spec.OVERLAY, spec.OVERLAY, 4))
         with torch.no_grad():
             identity = torch.tensor([1.0, 1, 1, 0, 0, 0])
-            self.atmosphere.weight.copy_(identity.expand(len(ws.WEATHERS), 6))
+            self.atmosphere.weight.copy_(identity.expand(len(spec.WEATHERS), 6))
             self.light.copy_(identity.expand(LIGHT_STEPS, 6))
             self.overlay[..., 3] = -6.0  # particles start transparent
             self.sprites[..., 3] = -2.0
@@ -221,7 +221,7 @@ class Renderer(nn.Module):
     def tables(self) -> tuple:
         if self._frozen is not None:
             return self._frozen
-        t = ws.TILE
+        t = spec.TILE
         tex = self.mlp(self.tok.weight).view(-1, t * t, 3)  # (K + 2, 64, 3)
         soft = torch.sigmoid(self.sprites[..., 3:])
         alpha = (soft > 0.5).float()  # hard edges; straight-through gradients when training
@@ -249,7 +249,7 @@ class Renderer(nn.Module):
     @staticmethod
     def light_at(light: torch.Tensor, minute: torch.Tensor) -> torch.Tensor:
         """(B,) minutes -> (B, 6) light scale and shift, linear between half hours."""
-        pos = (minute.float() % ws.DAY_MINUTES) * (LIGHT_STEPS / ws.DAY_MINUTES)
+        pos = (minute.float() % spec.DAY_MINUTES) * (LIGHT_STEPS / spec.DAY_MINUTES)
         i0 = pos.floor().long() % LIGHT_STEPS
         w = (pos - pos.floor())[:, None]
         return light[i0] * (1 - w) + light[(i0 + 1) % LIGHT_STEPS] * w
@@ -295,13 +295,13 @@ class Renderer(nn.Module):
 
     def _forward_gather(
         self, tokens, offset, weather, minute, phase, sprites, scale=1.0, shift=0.0, things=None
-    ):
+    ) -> torch.Tensor:
         """A frame is memory-bound (a few table reads per pixel), so it is drawn in few passes
         over its pixels: one gather lays out the window tiles it shows as an image, sprites are
         written over it, then each frame's crop is lit and scaled by one multiply-add (the light
         maps carry ``scale`` and ``shift``, so bytes come out of the same pass)."""
         tex, spr, _, _, light = self.tables()
-        b, w, t, o = tokens.shape[0], tokens.shape[2], ws.TILE, ws.OVERLAY
+        b, w, t, o = tokens.shape[0], tokens.shape[2], spec.TILE, spec.OVERLAY
         f, n, dev = (w - 3) * t, (w - 3) + 1, tokens.device  # n: tiles a frame row crosses
         # window tiles 1..n across and down, 8 pixel rows each, make an image 8n pixels square
         # per frame; the frame is its pixels offset .. offset + F (rows of the (K * 8, 24) table)
@@ -364,7 +364,7 @@ class Renderer(nn.Module):
 
     def _forward_select(self, tokens, offset, weather, minute, phase, sprites) -> torch.Tensor:
         tex, spr, keep, add, light = self.tables()
-        b, w, t, o, s = tokens.shape[0], tokens.shape[2], ws.TILE, ws.OVERLAY, ws.SPRITE
+        b, w, t, o, s = tokens.shape[0], tokens.shape[2], spec.TILE, spec.OVERLAY, spec.SPRITE
         f = (w - 3) * t
         dev = tokens.device
         big = tex.flatten(1).index_select(0, tokens.reshape(-1)).view(b, w, w, t, t, 3)
@@ -395,7 +395,7 @@ class Renderer(nn.Module):
         return img.reshape(b, f, f, 3)
 
     @staticmethod
-    def _composite(img, sprites, spr, offset, f: int, s: int = ws.SPRITE) -> None:
+    def _composite(img, sprites, spr, offset, f: int, s: int = spec.SPRITE) -> None:
         """Draw every sprite into img (B, H, W, 3) in place, at its frame position plus the
         frame's offset (x, y) in img; only what falls inside the frame (F pixels square) is
         drawn. Inference alpha is hard (0 or 1), so a pixel takes the colour of the topmost
@@ -436,10 +436,10 @@ class TileEncoder(nn.Module):
 
     def __init__(self):
         super().__init__()
-        p = 3 * ws.TILE * ws.TILE
-        self.patch = nn.Sequential(nn.Linear(p, 128), nn.GELU(), nn.Linear(128, ws.NUM_TOKENS))
+        p = 3 * spec.TILE * spec.TILE
+        self.patch = nn.Sequential(nn.Linear(p, 128), nn.GELU(), nn.Linear(128, spec.NUM_TOKENS))
         self.frame = FrameClassifier(
-            heads={"weather": len(ws.WEATHERS), "minute": LIGHT_STEPS}, cells=()
+            heads={"weather": len(spec.WEATHERS), "minute": LIGHT_STEPS}, cells=()
         )
 
     def patch_logits(self, patches: torch.Tensor) -> torch.Tensor:
@@ -458,9 +458,9 @@ class FrameClassifier(nn.Module):
     def __init__(self, heads: dict[str, int] | None = None, cells: tuple[str, ...] = ("biome",)):
         super().__init__()
         heads = heads or {
-            "biome": len(ws.BIOMES),
-            "weather": len(ws.WEATHERS),
-            "time": len(ws.TIMES),
+            "biome": len(spec.BIOMES),
+            "weather": len(spec.WEATHERS),
+            "time": len(spec.TIMES),
         }
         chans = [3, 16, 32, 64, 64]
         layers = []
@@ -529,7 +529,7 @@ class WorldModel(nn.Module):
     @torch.no_grad()
     def solid_table(self) -> torch.Tensor:
         """(NUM_TOKENS + 2,) bool: which tokens block movement (UNKNOWN and MASK do)."""
-        solid = self.collision(torch.arange(ws.NUM_TOKENS)) > 0
+        solid = self.collision(torch.arange(spec.NUM_TOKENS)) > 0
         return torch.cat([solid, torch.ones(2, dtype=torch.bool)])
 
     def save(self, path: str | Path, extra: dict | None = None) -> None:
@@ -543,18 +543,8 @@ class WorldModel(nn.Module):
 
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
-        config = json.loads(meta["config"])
-        config.setdefault("names", config.pop("biome_protos", 0))
-        model = cls(ModelConfig(**config))
-        state = load_file(str(path))
-        if "biome_proto_ids" in state:  # weights saved when only biomes had names
-            state["name_vecs"] = state.pop("biome_proto_vecs")
-            state["name_ids"] = state.pop("biome_proto_ids")
-            state["name_kinds"] = torch.zeros_like(state["name_ids"])
-        # weights saved before any names, or before the kinds were calibrated
-        for key in ("name_vecs", "name_kinds", "name_ids", "generator.kind_bias"):
-            state.setdefault(key, model.get_buffer(key))
-        model.load_state_dict(state)
+        model = cls(ModelConfig(**json.loads(meta["config"])))
+        model.load_state_dict(load_file(str(path)))
         return model.eval()
 
 

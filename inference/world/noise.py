@@ -43,7 +43,7 @@ def value_noise(seed, salt: int, x, y, scale) -> np.ndarray:
     ux, uy = ux * ux * (3 - 2 * ux), uy * uy * (3 - 2 * uy)
     x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
 
-    def corner(dx, dy):
+    def corner(dx, dy) -> np.ndarray:
         return unit(hash_grid(seed, salt, x0 + dx, y0 + dy))
 
     top = corner(0, 0) * (1 - ux) + corner(1, 0) * ux

@@ -7,6 +7,11 @@ torch, no Django.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
 MODEL_VERSION = 2
 
 BIOMES = (
@@ -176,7 +181,7 @@ def thing_token(thing: int) -> int:
     return BIOME_TOKENS + thing
 
 
-def in_spawn_zone(tx, ty):
+def in_spawn_zone(tx, ty) -> np.ndarray:
     """Whether tiles (tx, ty) lie in the walkable spawn zone (numpy arrays broadcast)."""
     lo, hi = SPAWN_ZONE
     return (tx >= lo) & (tx <= hi) & (ty >= lo) & (ty <= hi)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.concepts import BEHAVIOURS
 from inference.world.text import TEXT_DIM
 
@@ -88,18 +88,18 @@ class WorldState:
     @property
     def time(self) -> int:
         """The named moment (index into TIMES) the minute of the day falls in."""
-        return ws.time_label(self.minute)
+        return spec.time_label(self.minute)
 
     def token_at(self, tx: int, ty: int) -> int:
-        chunk = self.chunks.get((tx // ws.CHUNK, ty // ws.CHUNK))
+        chunk = self.chunks.get((tx // spec.CHUNK, ty // spec.CHUNK))
         if chunk is None:
-            return ws.UNKNOWN_TOKEN
-        return int(chunk[ty % ws.CHUNK, tx % ws.CHUNK])
+            return spec.UNKNOWN_TOKEN
+        return int(chunk[ty % spec.CHUNK, tx % spec.CHUNK])
 
     def set_token(self, tx: int, ty: int, token: int) -> None:
-        chunk = self.chunks.get((tx // ws.CHUNK, ty // ws.CHUNK))
+        chunk = self.chunks.get((tx // spec.CHUNK, ty // spec.CHUNK))
         if chunk is not None:
-            chunk[ty % ws.CHUNK, tx % ws.CHUNK] = token
+            chunk[ty % spec.CHUNK, tx % spec.CHUNK] = token
             self.edits += 1
 
     def memo(self) -> dict:
@@ -120,7 +120,7 @@ class WorldState:
         memo = self.memo()
         tokens = memo.get(("view", tx0, ty0))
         if tokens is None:
-            tokens = self.region(tx0, ty0, ws.WINDOW, ws.WINDOW)
+            tokens = self.region(tx0, ty0, spec.WINDOW, spec.WINDOW)
             tokens.flags.writeable = False
             memo[("view", tx0, ty0)] = tokens
         return tokens
@@ -130,7 +130,7 @@ class WorldState:
         for every player at every step (the terrain thread) and every moving frame (the held
         check), and mostly yes: a yes is memoised by the span of chunks (it stays true, chunks
         are never removed), which changes once every 64 pixels walked."""
-        px = ws.CHUNK * ws.TILE
+        px = spec.CHUNK * spec.TILE
         xs = range((x - reach) // px, (x + reach) // px + 1)
         ys = range((y - reach) // px, (y + reach) // px + 1)
         memo, key = self.memo(), ("chunks", xs, ys)
@@ -144,7 +144,7 @@ class WorldState:
     def region(self, tx0: int, ty0: int, w: int, h: int) -> np.ndarray:
         """Dense (h, w) int64 tokens for tiles [tx0, tx0 + w) x [ty0, ty0 + h); UNKNOWN where
         the canvas has not been generated."""
-        out = np.full((h, w), ws.UNKNOWN_TOKEN, dtype=np.int64)
+        out = np.full((h, w), spec.UNKNOWN_TOKEN, dtype=np.int64)
         rows, cols = _spans(ty0, h), _spans(tx0, w)
         for cy, src_y, dst_y in rows:
             for cx, src_x, dst_x in cols:
@@ -156,7 +156,7 @@ class WorldState:
 
 def _spans(t0: int, n: int) -> list[tuple[int, slice, slice]]:
     """The chunks tiles [t0, t0 + n) fall in along one axis: (chunk, slice in it, slice out)."""
-    c, out = ws.CHUNK, []
+    c, out = spec.CHUNK, []
     for k in range(t0 // c, (t0 + n - 1) // c + 1):
         lo, hi = max(k * c, t0), min(k * c + c, t0 + n)
         out.append((k, slice(lo - k * c, hi - k * c), slice(lo - t0, hi - t0)))
@@ -179,8 +179,8 @@ def snapshot_bytes(state: WorldState) -> bytes:
         "creatures": [[c.kind, c.x, c.y, c.ident] for c in state.creatures],
         "objects": [[o.concept, o.motion, int(o.light), o.x, o.y, o.ident] for o in state.objects],
         "chunks": [list(k) for k in keys],
-        "num_tokens": ws.NUM_TOKENS,
-        "biomes": len(ws.BIOMES),
+        "num_tokens": spec.NUM_TOKENS,
+        "biomes": len(spec.BIOMES),
     }
     head = json.dumps(header, separators=(",", ":")).encode()
     tokens = b"".join(np.ascontiguousarray(state.chunks[k], dtype=np.uint8).tobytes() for k in keys)
@@ -207,39 +207,39 @@ def state_from_bytes(data: bytes) -> WorldState:
     try:
         (n,) = struct.unpack_from(">I", body)
         h = json.loads(body[4 : 4 + n])
-        if h["num_tokens"] != ws.NUM_TOKENS or h["biomes"] != len(ws.BIOMES):
+        if h["num_tokens"] != spec.NUM_TOKENS or h["biomes"] != len(spec.BIOMES):
             raise SnapshotError("snapshot was made by an incompatible model vocabulary")
         off = 4 + n
-        probs = np.frombuffer(body, dtype="<f4", count=len(ws.BIOMES), offset=off).astype(
+        probs = np.frombuffer(body, dtype="<f4", count=len(spec.BIOMES), offset=off).astype(
             np.float32
         )
         off += probs.nbytes
         emb = np.frombuffer(body, dtype="<f4", count=TEXT_DIM, offset=off).astype(np.float32)
         off += emb.nbytes
         keys = [tuple(int(v) for v in k) for k in h["chunks"]]
-        size = ws.CHUNK * ws.CHUNK
+        size = spec.CHUNK * spec.CHUNK
         if len(body) != off + size * len(keys):
             raise SnapshotError("snapshot canvas has the wrong size")
         chunks = {}
         for i, k in enumerate(keys):
             arr = np.frombuffer(body, dtype=np.uint8, count=size, offset=off + i * size)
-            if arr.max(initial=0) >= ws.NUM_TOKENS:
+            if arr.max(initial=0) >= spec.NUM_TOKENS:
                 raise SnapshotError("snapshot canvas holds unknown tokens")
-            chunks[k] = arr.reshape(ws.CHUNK, ws.CHUNK).copy()
+            chunks[k] = arr.reshape(spec.CHUNK, spec.CHUNK).copy()
         return WorldState(
             world_id=str(h["world_id"]),
             seed=int(h["seed"]),
             prompt=str(h["prompt"]),
             biome_probs=probs,
-            weather=_index(h["weather"], ws.WEATHERS),
-            minute=int(h["minute"]) % ws.DAY_MINUTES,
+            weather=_index(h["weather"], spec.WEATHERS),
+            minute=int(h["minute"]) % spec.DAY_MINUTES,
             text_emb=emb,
             t=int(h["t"]),
-            things=[_index(k, ws.THINGS) for k in h["things"]],
+            things=[_index(k, spec.THINGS) for k in h["things"]],
             chunks=chunks,
             players=[PlayerState(str(p), int(s), int(x), int(y)) for p, s, x, y in h["players"]],
             creatures=[
-                CreatureState(_index(k, ws.CREATURES), int(x), int(y), int(i))
+                CreatureState(_index(k, spec.CREATURES), int(x), int(y), int(i))
                 for k, x, y, i in h["creatures"]
             ],
             objects=[

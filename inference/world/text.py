@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 import re
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 TEXT_DIM = 384
 _lock = threading.Lock()
@@ -19,7 +23,7 @@ _CACHE_MAX = 4096
 MAX_PHRASE_WORDS = 48  # a prompt is at most a few sentences; past this its phrases are not read
 
 
-def load_encoder(device: str = "cpu"):
+def load_encoder(device: str = "cpu") -> SentenceTransformer:
     """The SentenceTransformer, loaded on first use (about 5 s and 500 MB) and then shared."""
     global _encoder
     with _lock:

@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 
 from inference.narrative.characters import REFUSAL_OPENERS
-from inference.world import spec as ws
+from inference.world import spec
 from tests.sessions.play_fixtures import clean_placement, make_world  # noqa: F401
 
 pytestmark = [
@@ -120,7 +120,7 @@ def test_the_events_list_is_still_there_after_a_reload(play_world, live_url, pag
     # away
     offered = page.locator("#play-events li.unsupported .event-suggest button")
     first = offered.first.text_content()
-    plain = {f"“{p}”" for by in ws.EVENT_PHRASES.values() for p in by.values()}
+    plain = {f"“{p}”" for by in spec.EVENT_PHRASES.values() for p in by.values()}
     assert first in plain
     offered.first.click()
     assert page.input_value("#prompt-text") == first.strip("“”")

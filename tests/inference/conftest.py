@@ -1,6 +1,6 @@
 import pytest
 
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.engine import WorldEngine
 
 
@@ -16,7 +16,7 @@ def clear_world(engine):
     depend on place only (the light is the same all day from 8:00 to 17:00)."""
     wid = engine.create_world(prompt="a quiet meadow on a sunny day", seed=1234)
     world = engine.worlds[wid]
-    world.weather, world.minute, world.creatures, world.objects = 0, ws.TIME_MINUTES[1], [], []
+    world.weather, world.minute, world.creatures, world.objects = 0, spec.TIME_MINUTES[1], [], []
     pid = engine.add_player(wid)
     yield wid, pid
     engine.drop_world(wid)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.engine import PromptError, SnapshotError
 
 
@@ -96,9 +96,9 @@ def test_a_player_sees_the_other_avatar_where_it_stands(engine, clear_world):
     other = engine.add_player(wid)
     a, b = engine.worlds[wid].players
     together = engine.step({pid: frozenset(), other: frozenset()}, {pid: 1, other: 1})[pid][-1]
-    sx = b.x - a.x + ws.FRAME // 2 - ws.SPRITE // 2
-    sy = b.y - a.y + ws.FRAME // 2 - ws.SPRITE // 2
-    box = (slice(sy, sy + ws.SPRITE), slice(sx, sx + ws.SPRITE))
+    sx = b.x - a.x + spec.FRAME // 2 - spec.SPRITE // 2
+    sy = b.y - a.y + spec.FRAME // 2 - spec.SPRITE // 2
+    box = (slice(sy, sy + spec.SPRITE), slice(sx, sx + spec.SPRITE))
     assert np.abs(together[box].astype(int) - alone[box].astype(int)).sum() > 0
     outside = np.ones(alone.shape[:2], bool)
     outside[box] = False
@@ -108,7 +108,7 @@ def test_a_player_sees_the_other_avatar_where_it_stands(engine, clear_world):
 def test_a_weather_event_changes_the_running_world(engine, clear_world):
     wid, _ = clear_world
     engine.apply_event(wid, "it starts to snow")
-    assert ws.WEATHERS[engine.worlds[wid].weather] == "snow"
+    assert spec.WEATHERS[engine.worlds[wid].weather] == "snow"
 
 
 @pytest.mark.parametrize("prompt", ["", "   ", "x" * 10_000])

@@ -17,9 +17,8 @@ from inference.training.evaluate import (
     written_prompts,
 )
 from inference.training.simulator import phrasing
-from inference.world import spec as ws
+from inference.world import spec, vocabulary
 from inference.world import text as text_encoder
-from inference.world import vocabulary
 from inference.world.engine import UnsupportedEvent
 from inference.world.model import NAME_KINDS, ModelConfig, Renderer
 from inference.world.phrases import _in_place_words, _part_of_a_thing
@@ -49,7 +48,7 @@ def test_the_served_frames_are_the_frames_the_renderer_was_trained_to_draw(engin
         served = renderer.frames(tokens, offset, weather, minute, phase, sprites).int()
         trained = renderer._forward_select(tokens, offset, weather, minute, phase, sprites)
     trained = (trained * 255 + 0.5).clamp(0, 255).to(torch.uint8).int()
-    assert served.shape == (len(scenes), ws.FRAME, ws.FRAME, 3)
+    assert served.shape == (len(scenes), spec.FRAME, spec.FRAME, 3)
     assert (served - trained).abs().max() <= 1  # float rounding, nothing more
     assert (served != trained).float().mean() < 0.01
     for wid in wids:
@@ -60,23 +59,23 @@ def test_served_frames_match_the_trained_renderer_at_every_offset_and_frame_edge
     # Random scenes the engine rarely makes: every sub-tile offset, every overlay phase, and
     # sprites overlapping each other and cut by each edge of the frame.
     g = torch.Generator().manual_seed(5)
-    b, w = 24, ws.WINDOW
-    tokens = torch.randint(0, ws.NUM_TOKENS, (b, w, w), generator=g)
-    offset = torch.stack([torch.arange(b) % ws.TILE, (torch.arange(b) * 3) % ws.TILE], 1)
-    weather = torch.arange(b) % len(ws.WEATHERS)
-    minute = torch.randint(0, ws.DAY_MINUTES, (b,), generator=g)
-    phase = torch.randint(0, ws.OVERLAY, (b, 2), generator=g)
-    sprites = torch.full((b, ws.MAX_SPRITES, 3), -1, dtype=torch.long)
-    edges = torch.tensor([-ws.SPRITE + 1, -3, 0, 60, 62, ws.FRAME - 5, ws.FRAME - 1])
+    b, w = 24, spec.WINDOW
+    tokens = torch.randint(0, spec.NUM_TOKENS, (b, w, w), generator=g)
+    offset = torch.stack([torch.arange(b) % spec.TILE, (torch.arange(b) * 3) % spec.TILE], 1)
+    weather = torch.arange(b) % len(spec.WEATHERS)
+    minute = torch.randint(0, spec.DAY_MINUTES, (b,), generator=g)
+    phase = torch.randint(0, spec.OVERLAY, (b, 2), generator=g)
+    sprites = torch.full((b, spec.MAX_SPRITES, 3), -1, dtype=torch.long)
+    edges = torch.tensor([-spec.SPRITE + 1, -3, 0, 60, 62, spec.FRAME - 5, spec.FRAME - 1])
     for i in range(b):
-        for e in range(1 + i % ws.MAX_SPRITES):
-            sprites[i, e, 0] = (i + e) % ws.SPRITE_KINDS
+        for e in range(1 + i % spec.MAX_SPRITES):
+            sprites[i, e, 0] = (i + e) % spec.SPRITE_KINDS
             sprites[i, e, 1] = edges[(i + e) % len(edges)]
             sprites[i, e, 2] = edges[(2 * i + e) % len(edges)]
     renderer = engine.model.renderer
     with torch.no_grad():
         served = renderer.frames(tokens, offset, weather, minute, phase, sprites).int()
-        into = torch.empty(b, ws.FRAME, ws.FRAME, 3, dtype=torch.uint8)
+        into = torch.empty(b, spec.FRAME, spec.FRAME, 3, dtype=torch.uint8)
         renderer.frames(tokens, offset, weather, minute, phase, sprites, out=into)
         trained = renderer._forward_select(tokens, offset, weather, minute, phase, sprites)
     trained = (trained * 255 + 0.5).clamp(0, 255).to(torch.uint8).int()
@@ -87,14 +86,14 @@ def test_served_frames_match_the_trained_renderer_at_every_offset_and_frame_edge
 
 def test_a_renderer_still_training_draws_uint8_frames_too():
     renderer = Renderer(ModelConfig())  # not frozen: its tables carry gradients
-    b, w = 2, ws.WINDOW
+    b, w = 2, spec.WINDOW
     zeros = torch.zeros(b, dtype=torch.long)
     frames = renderer.frames(
         torch.zeros(b, w, w, dtype=torch.long), torch.zeros(b, 2, dtype=torch.long), zeros,
         torch.full((b,), 720), torch.zeros(b, 2, dtype=torch.long),
-        torch.full((b, ws.MAX_SPRITES, 3), -1, dtype=torch.long),
+        torch.full((b, spec.MAX_SPRITES, 3), -1, dtype=torch.long),
     )  # fmt: skip
-    assert frames.dtype == torch.uint8 and frames.shape == (b, ws.FRAME, ws.FRAME, 3)
+    assert frames.dtype == torch.uint8 and frames.shape == (b, spec.FRAME, spec.FRAME, 3)
 
 
 def test_frames_are_128_pixels_square(engine, clear_world):
@@ -109,27 +108,27 @@ def test_a_thing_event_places_its_tiles_beside_the_player_and_the_frame_shows_th
     wid, pid = clear_world
     world = engine.worlds[wid]
     before = _frame(engine, pid)
-    engine.apply_event(wid, ws.EVENT_PHRASES["thing"][thing], near=pid)
+    engine.apply_event(wid, spec.EVENT_PHRASES["thing"][thing], near=pid)
     player = world.players[0]
-    token = ws.thing_token(ws.THINGS.index(thing))
-    cells = ws.place_cells(ws.THINGS.index(thing), player.x, player.y)
+    token = spec.thing_token(spec.THINGS.index(thing))
+    cells = spec.place_cells(spec.THINGS.index(thing), player.x, player.y)
     assert all(world.token_at(tx, ty) == token for tx, ty, _ in cells)
     assert engine.describe(wid)["things"] == [thing]
     after = _frame(engine, pid)
     # the thing's tiles are three tiles right of the avatar: the frame changes there
-    cx, cy = ws.FRAME // 2 + 3 * ws.TILE, ws.FRAME // 2
-    patch = (slice(cy - ws.TILE, cy + ws.TILE), slice(cx - ws.TILE, cx + ws.TILE))
+    cx, cy = spec.FRAME // 2 + 3 * spec.TILE, spec.FRAME // 2
+    patch = (slice(cy - spec.TILE, cy + spec.TILE), slice(cx - spec.TILE, cx + spec.TILE))
     assert np.abs(after[patch].astype(int) - before[patch].astype(int)).sum() > 0
 
 
 def test_a_solid_thing_blocks_the_way(engine, clear_world):
     wid, pid = clear_world
-    engine.apply_event(wid, ws.EVENT_PHRASES["thing"]["house"], near=pid)
+    engine.apply_event(wid, spec.EVENT_PHRASES["thing"]["house"], near=pid)
     player = engine.worlds[wid].players[0]
     x0 = player.x
     engine.step({pid: frozenset("d")}, {pid: 16})
-    house_left = (ws.thing_center(x0, player.y)[0] - 1) * ws.TILE
-    assert player.x + ws.BOX_HALF <= house_left  # stopped at the house's wall
+    house_left = (spec.thing_center(x0, player.y)[0] - 1) * spec.TILE
+    assert player.x + spec.BOX_HALF <= house_left  # stopped at the house's wall
 
 
 def test_time_of_day_is_continuous_and_the_light_follows_it(engine, clear_world):
@@ -143,7 +142,7 @@ def test_time_of_day_is_continuous_and_the_light_follows_it(engine, clear_world)
     world.minute = 17 * 60 + 50
     start = world.minute
     for _ in range(2):
-        engine.step({pid: frozenset()}, {pid: ws.FRAMES_PER_MINUTE})
+        engine.step({pid: frozenset()}, {pid: spec.FRAMES_PER_MINUTE})
     assert world.minute == start + 2  # a minute every FRAMES_PER_MINUTE world frames
     # 17:00 -> about 17:19 (12 x 16 frames): the evening light comes on gradually
     assert minutes[-1] > minutes[0]
@@ -164,7 +163,7 @@ def test_a_prompt_mixing_two_biomes_conditions_the_terrain_on_both(engine):
     wid = engine.create_world(prompt="a steamy jungle running down to a sandy beach", seed=21)
     world = engine.worlds[wid]
     assert set(engine.describe(wid)["biomes"]) == {"jungle", "beach"}
-    mix = world.biome_probs[[ws.BIOMES.index("jungle"), ws.BIOMES.index("beach")]]
+    mix = world.biome_probs[[spec.BIOMES.index("jungle"), spec.BIOMES.index("beach")]]
     assert mix.min() >= 0.35 and abs(mix.sum() - 1) < 1e-6  # as the generator was trained
     assert engine.describe(engine.create_world(prompt="a quiet desert", seed=2))["biomes"] == [
         "desert"
@@ -174,7 +173,7 @@ def test_a_prompt_mixing_two_biomes_conditions_the_terrain_on_both(engine):
 
 def _canvas_biomes(world) -> np.ndarray:
     tokens = np.concatenate([c.ravel() for c in world.chunks.values()]).astype(int)
-    return np.bincount(tokens[tokens < ws.BIOME_TOKENS] // 4, minlength=len(ws.BIOMES))
+    return np.bincount(tokens[tokens < spec.BIOME_TOKENS] // 4, minlength=len(spec.BIOMES))
 
 
 def test_a_mixed_world_grows_both_biomes_in_patches_and_a_single_one_only_its_own(engine):
@@ -184,13 +183,13 @@ def test_a_mixed_world_grows_both_biomes_in_patches_and_a_single_one_only_its_ow
         engine.step({pid: frozenset("d")}, {pid: 16})
     world = engine.worlds[wid]
     counts = _canvas_biomes(world)
-    jungle, beach = counts[ws.BIOMES.index("jungle")], counts[ws.BIOMES.index("beach")]
+    jungle, beach = counts[spec.BIOMES.index("jungle")], counts[spec.BIOMES.index("beach")]
     assert jungle + beach == counts.sum()  # nothing of a third biome
     assert min(jungle, beach) >= 0.15 * counts.sum()  # both, not a sprinkle of one
     engine.drop_world(wid)
     wid = engine.create_world(prompt="a quiet desert", seed=2)
     counts = _canvas_biomes(engine.worlds[wid])
-    assert counts[ws.BIOMES.index("desert")] == counts.sum()
+    assert counts[spec.BIOMES.index("desert")] == counts.sum()
     engine.drop_world(wid)
 
 
@@ -213,7 +212,7 @@ def test_worlds_grow_their_biome_tiles_in_about_the_simulator_mix(engine):
     # 7% -> 19%).
     counts = {}
     for name, prompt in KIND_MIX_PROMPTS.items():
-        b = ws.BIOMES.index(name)
+        b = spec.BIOMES.index(name)
         for seed in (900, 901):
             wid = engine.create_world(prompt=prompt, seed=seed)
             engine.add_player(wid)
@@ -225,7 +224,7 @@ def test_worlds_grow_their_biome_tiles_in_about_the_simulator_mix(engine):
         # every kind the simulator's worlds show plainly shows (the beach's water, the pond)
         assert (mix[simulator >= 0.07] >= 0.02).all(), (name, mix.round(3), simulator.round(3))
     beach = counts["beach"] / counts["beach"].sum()
-    assert beach[ws.TILE_KINDS.index("water")] >= 0.12, beach.round(3)
+    assert beach[spec.TILE_KINDS.index("water")] >= 0.12, beach.round(3)
     distances = kind_mix_distance(counts)
     assert np.mean(list(distances.values())) < 0.12, distances
 
@@ -253,7 +252,7 @@ def test_a_second_biome_joined_by_unseen_words_is_read_from_its_phrase(engine):
     )
     heads = engine._text_heads(prompt, engine.model.prompt_heads)
     probs = torch.softmax(heads["biome"], -1)
-    assert probs[ws.BIOMES.index("meadow")] < 0.05 * probs[ws.BIOMES.index("desert")]
+    assert probs[spec.BIOMES.index("meadow")] < 0.05 * probs[spec.BIOMES.index("desert")]
     wid = engine.create_world(prompt=prompt, seed=5)
     assert set(engine.describe(wid)["biomes"]) == {"desert", "meadow"}
     engine.drop_world(wid)
@@ -288,7 +287,7 @@ def test_a_second_biome_joined_by_unseen_words_is_read_from_its_phrase(engine):
 )
 def test_an_atmosphere_or_time_is_read_from_its_own_phrase(engine, prompt, key, want):
     heads = engine._text_heads(prompt, engine.model.prompt_heads)
-    names = ws.WEATHERS if key == "weather" else ws.TIMES
+    names = spec.WEATHERS if key == "weather" else spec.TIMES
     assert names[int(heads[key].argmax())] != want  # what the phrase reading has to fix
     wid = engine.create_world(prompt=prompt, seed=5)
     assert engine.describe(wid)[key] == want
@@ -306,7 +305,7 @@ def test_an_atmosphere_or_time_is_read_from_its_own_phrase(engine, prompt, key, 
 )
 def test_an_atmosphere_or_time_nothing_names_stays_the_default(engine, prompt, key, heads_read):
     heads = engine._text_heads(prompt, engine.model.prompt_heads)
-    names = ws.WEATHERS if key == "weather" else ws.TIMES
+    names = spec.WEATHERS if key == "weather" else spec.TIMES
     assert names[int(heads[key].argmax())] == heads_read  # what the floor has to overrule
     wid = engine.create_world(prompt=prompt, seed=5)
     assert engine.describe(wid)[key] == ("clear" if key == "weather" else "day")
@@ -319,10 +318,10 @@ def test_an_atmosphere_or_time_nothing_names_stays_the_default(engine, prompt, k
 
 def test_a_single_word_names_a_time_of_day_but_no_atmosphere(engine):
     # "at daybreak" is nearer a dusk name than a dawn one; "daybreak" alone is dawn at 0.80
-    assert ws.TIMES[engine.read_prompt("a quiet harbor at daybreak").time] == "dawn"
+    assert spec.TIMES[engine.read_prompt("a quiet harbor at daybreak").time] == "dawn"
     # "vine-choked" alone is nearest a sandstorm name: words say nothing of the atmosphere
     reading = engine.read_prompt("a vine-choked jungle full of parrots")
-    assert ws.WEATHERS[reading.weather] == "clear"
+    assert spec.WEATHERS[reading.weather] == "clear"
 
 
 def test_a_bare_landform_names_no_second_biome(engine):
@@ -358,7 +357,7 @@ def test_a_word_of_a_scene_detail_names_no_atmosphere(engine):
     ],
 )
 def test_words_that_name_a_place_name_no_atmosphere(engine, prompt, weather):
-    assert ws.WEATHERS[engine.read_prompt(prompt).weather] == weather
+    assert spec.WEATHERS[engine.read_prompt(prompt).weather] == weather
 
 
 def test_a_phrase_of_place_words_alone_is_marked():
@@ -397,7 +396,7 @@ def test_an_event_atmosphere_is_read_from_its_own_phrase(engine, clear_world):
     wid, _ = clear_world
     text = "a snowstorm starts"  # in no phrasing bank; the head alone reads a thunderstorm
     heads = engine._text_heads(text, engine.model.event_heads)
-    assert int(heads["weather"].argmax()) - 1 == ws.WEATHERS.index("thunderstorm")
+    assert int(heads["weather"].argmax()) - 1 == spec.WEATHERS.index("thunderstorm")
     minute = engine.worlds[wid].minute
     engine.apply_event(wid, text)
     assert engine.describe(wid)["weather"] == "snow"
@@ -441,7 +440,7 @@ def test_a_creature_the_model_did_not_have_comes_as_itself_not_another_creature(
         assert any(name in m.concept.name.split() for m in choice["objects"]), text
     # creatures it has, also by names no phrasing bank holds, still come
     for text, kind in (("a moose wanders past", "deer"), ("a kitten appears", "cat")):
-        assert engine.read_event(text)["creature"] == ws.CREATURES.index(kind), text
+        assert engine.read_event(text)["creature"] == spec.CREATURES.index(kind), text
 
 
 def test_a_thing_the_model_did_not_have_comes_as_itself_not_another_thing(engine, clear_world):
@@ -460,7 +459,7 @@ def test_a_thing_the_model_did_not_have_comes_as_itself_not_another_thing(engine
         ("put a footbridge over the creek", "bridge"),
         ("a heap of boulders appears", "rocks"),
     ):
-        assert engine.read_event(text)["thing"] == ws.THINGS.index(thing), text
+        assert engine.read_event(text)["thing"] == spec.THINGS.index(thing), text
 
 
 def test_a_creature_named_by_a_word_no_phrasing_bank_holds_comes_where_the_head_reads_another(
@@ -474,8 +473,8 @@ def test_a_creature_named_by_a_word_no_phrasing_bank_holds_comes_where_the_head_
         ("some gulls fly over", "rabbit", "bird"),  # the demo world Captain Sol's gulls
     ):
         heads = engine._text_heads(text, engine.model.event_heads)
-        assert int(heads["creature"].argmax()) - 1 == (ws.CREATURES.index(head) if head else -1)
-        assert engine.read_event(text)["creature"] == ws.CREATURES.index(kind), text
+        assert int(heads["creature"].argmax()) - 1 == (spec.CREATURES.index(head) if head else -1)
+        assert engine.read_event(text)["creature"] == spec.CREATURES.index(kind), text
 
 
 def test_the_shipped_weights_hold_the_concept_names_of_the_banks_and_the_vocabulary(engine):
@@ -501,10 +500,10 @@ def test_text_naming_nothing_it_can_draw_is_unsupported_with_the_nearest_events_
     assert engine.snapshot(wid) == before
     # what it had comes as before, beside what it had not
     choice = engine.read_event("a fox sleeps by the windmill")
-    assert choice["creature"] == ws.CREATURES.index("fox")
+    assert choice["creature"] == spec.CREATURES.index("fox")
     assert [m.concept.name for m in choice["objects"]] == ["windmill"]
     choice = engine.read_event("a house next to a windmill")
-    assert choice["thing"] == ws.THINGS.index("house")
+    assert choice["thing"] == spec.THINGS.index("house")
     assert [m.concept.name for m in choice["objects"]] == ["windmill"]
 
 
@@ -522,7 +521,7 @@ def test_what_the_old_model_lacked_comes_without_its_setting(engine, text, named
     heads = engine._text_heads(text, engine.model.event_heads)
     choice = engine.read_event(text)
     for kind, value in head_read.items():
-        names = ws.THINGS if kind == "thing" else ws.WEATHERS
+        names = spec.THINGS if kind == "thing" else spec.WEATHERS
         assert int(heads[kind].argmax()) - 1 == names.index(value), text
         assert choice[kind] == -1, text
     # the kind, or a near twin of it ("sand snake": the reader does not always tell twins apart)
@@ -539,7 +538,7 @@ def test_what_the_old_model_lacked_comes_without_its_setting(engine, text, named
     ],
 )
 def test_what_is_asked_for_beside_what_the_model_lacks_still_comes(engine, text, kind, value):
-    names = {"thing": ws.THINGS, "weather": ws.WEATHERS}[kind]
+    names = {"thing": spec.THINGS, "weather": spec.WEATHERS}[kind]
     assert engine.read_event(text)[kind] == names.index(value)
 
 
@@ -553,7 +552,7 @@ def test_a_world_gets_creatures_only_where_its_description_names_them(engine):
         assert int(heads["creature"].argmax()) >= 1, prompt
         assert engine.read_prompt(prompt).creature == -1, prompt
     reading = engine.read_prompt("a quiet forest where a red fox roams")
-    assert reading.creature == ws.CREATURES.index("fox")
+    assert reading.creature == spec.CREATURES.index("fox")
 
 
 def test_sprites_have_hard_edges(engine, clear_world):
@@ -562,9 +561,9 @@ def test_sprites_have_hard_edges(engine, clear_world):
     other = engine.add_player(wid)
     a, b = engine.worlds[wid].players
     together = engine.step({pid: frozenset(), other: frozenset()}, {pid: 1, other: 1})[pid][-1]
-    sx = b.x - a.x + ws.FRAME // 2 - ws.SPRITE // 2
-    sy = b.y - a.y + ws.FRAME // 2 - ws.SPRITE // 2
-    box = (slice(sy, sy + ws.SPRITE), slice(sx, sx + ws.SPRITE))
+    sx = b.x - a.x + spec.FRAME // 2 - spec.SPRITE // 2
+    sy = b.y - a.y + spec.FRAME // 2 - spec.SPRITE // 2
+    box = (slice(sy, sy + spec.SPRITE), slice(sx, sx + spec.SPRITE))
     changed = np.abs(together[box].astype(int) - alone[box].astype(int)).sum(-1) > 0
     # the avatar covers part of its box; the rest is the ground exactly, with no halo
     assert 0.3 < changed.mean() < 0.95
@@ -578,18 +577,18 @@ def test_every_avatar_and_creature_draws_its_own_shape_and_colour(engine):
     from inference.training import simulator as sim
     from inference.training.train import sprite_errors
 
-    alpha = engine.model.renderer.tables()[1][..., 3].view(-1, ws.SPRITE, ws.SPRITE).numpy()
+    alpha = engine.model.renderer.tables()[1][..., 3].view(-1, spec.SPRITE, spec.SPRITE).numpy()
     shapes = sim.SPRITES[..., 3] > 0
     assert alpha.shape == shapes.shape
     assert ((alpha > 0.5) != shapes).sum((1, 2)).max() <= 2  # each kind's silhouette
     errors = sprite_errors(engine.model, np.random.default_rng(5))
-    assert set(errors) == {f"avatar {i}" for i in range(ws.AVATAR_COLORS)} | set(ws.CREATURES)
+    assert set(errors) == {f"avatar {i}" for i in range(spec.AVATAR_COLORS)} | set(spec.CREATURES)
     assert max(errors.values()) < 8, errors
 
 
 def test_eight_players_wear_eight_different_colours():
-    assert len(set(ws.AVATAR_RGB)) == 8
-    assert len({ws.avatar_hex(slot) for slot in range(8)}) == 8
+    assert len(set(spec.AVATAR_RGB)) == 8
+    assert len({spec.avatar_hex(slot) for slot in range(8)}) == 8
 
 
 def test_with_the_terrain_thread_a_walking_step_makes_no_terrain(engine):
@@ -627,12 +626,12 @@ def test_a_player_is_held_at_the_edge_of_a_chunk_not_made_yet(engine):
         assert engine._view_ready(world, player.x, player.y)
         x_held = player.x
         region = world.region(
-            (player.x - ws.FRAME // 2) // ws.TILE - 1,
-            (player.y - ws.FRAME // 2) // ws.TILE - 1,
-            ws.WINDOW,
-            ws.WINDOW,
+            (player.x - spec.FRAME // 2) // spec.TILE - 1,
+            (player.y - spec.FRAME // 2) // spec.TILE - 1,
+            spec.WINDOW,
+            spec.WINDOW,
         )
-        assert (region != ws.UNKNOWN_TOKEN).all() and frame.std() > 0  # never shows a hole
+        assert (region != spec.UNKNOWN_TOKEN).all() and frame.std() > 0  # never shows a hole
         assert engine._edge_missing()  # what has the terrain thread skip most of its rest
         while engine.grow_ahead(max_rounds=4):  # the late chunks arrive: no more holding
             pass
@@ -647,13 +646,13 @@ def test_a_player_is_held_at_the_edge_of_a_chunk_not_made_yet(engine):
 
 
 def test_every_world_spawns_its_players_on_walkable_ground(engine):
-    lo, hi = ws.SPAWN_ZONE
+    lo, hi = spec.SPAWN_ZONE
     worlds = [("a wide open meadow", 89)]  # a rock walled its player in before the rule
     worlds += [(prompt, seed) for seed, prompt in enumerate(KIND_MIX_PROMPTS.values())]
     for prompt, seed in worlds:
         wid = engine.create_world(prompt=prompt, seed=seed)
         zone = engine.worlds[wid].region(lo, lo, hi - lo + 1, hi - lo + 1).ravel()
-        assert not any(ws.is_solid_token(int(t)) for t in zone), (prompt, seed, zone)
+        assert not any(spec.is_solid_token(int(t)) for t in zone), (prompt, seed, zone)
         engine.drop_world(wid)
 
 
@@ -736,8 +735,8 @@ def test_a_place_some_phrase_names_wins_over_one_no_phrase_names(engine, prompt,
 )
 def test_a_place_named_in_players_words_is_read(engine, prompt, biomes, weather):
     reading = engine.read_prompt(prompt)
-    assert sorted(ws.BIOMES[b] for b in np.flatnonzero(reading.biome_probs)) == biomes
-    assert ws.WEATHERS[reading.weather] == weather
+    assert sorted(spec.BIOMES[b] for b in np.flatnonzero(reading.biome_probs)) == biomes
+    assert spec.WEATHERS[reading.weather] == weather
 
 
 @pytest.mark.parametrize(

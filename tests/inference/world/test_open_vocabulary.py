@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world import state as world_state
 from inference.world.concepts import BEHAVIOURS
 from inference.world.engine import UnsupportedEvent
@@ -49,7 +49,7 @@ def test_an_event_naming_a_thing_the_old_model_lacked_is_applied(engine, clear_w
         assert any(name in got.split() for got in _things(engine, wid)), (text, name)
     after = _frame(engine, pid)
     # drawn right of the player, in the frame the player sees
-    assert (after.astype(int) - before).any(-1)[:, ws.FRAME // 2 :].sum() > 40, text
+    assert (after.astype(int) - before).any(-1)[:, spec.FRAME // 2 :].sum() > 40, text
 
 
 def test_text_naming_nothing_drawable_is_still_unsupported_and_changes_nothing(engine, clear_world):
@@ -64,7 +64,7 @@ def test_text_naming_nothing_drawable_is_still_unsupported_and_changes_nothing(e
 def test_a_thing_the_model_already_has_comes_once_as_its_own(engine, clear_world):
     wid, _ = clear_world
     choice = engine.read_event("a fox appears")
-    assert choice["creature"] == ws.CREATURES.index("fox")
+    assert choice["creature"] == spec.CREATURES.index("fox")
     assert choice["objects"] == []
 
 
@@ -99,7 +99,7 @@ def test_a_boat_goes_on_water(engine):
     (boat,) = [o for o in world.objects if BEHAVIOURS[o.motion] == "swims"]
     for _ in range(6):
         engine.step({pid: frozenset()}, {pid: 8})
-        token = world.token_at(boat.x // ws.TILE, boat.y // ws.TILE)
+        token = world.token_at(boat.x // spec.TILE, boat.y // spec.TILE)
         assert is_water_token(token), token
     engine.drop_world(wid)
 
@@ -120,19 +120,19 @@ def test_a_blocking_thing_stops_the_player(engine, clear_world):
     engine.apply_event(wid, "a lighthouse stands here", near=pid)
     tower = _thing(engine, wid, "lighthouse")
     held = walk_right()
-    assert held < tower.x - ws.TILE < free  # held on its near side, where it walked on before
+    assert held < tower.x - spec.TILE < free  # held on its near side, where it walked on before
 
 
 def test_a_light_giver_lights_the_night_around_it(engine, clear_world):
     wid, pid = clear_world
     world = engine.worlds[wid]
-    world.minute = ws.TIME_MINUTES[ws.TIMES.index("night")]
+    world.minute = spec.TIME_MINUTES[spec.TIMES.index("night")]
     dark = _frame(engine, pid).astype(int)
     engine.apply_event(wid, "a lantern", near=pid)
     lit = _frame(engine, pid).astype(int)
     lantern = _thing(engine, wid, "lantern")
-    x = lantern.x - (world.players[0].x - ws.FRAME // 2)
-    y = lantern.y - (world.players[0].y - ws.FRAME // 2)
+    x = lantern.x - (world.players[0].x - spec.FRAME // 2)
+    y = lantern.y - (world.players[0].y - spec.FRAME // 2)
     ring = (slice(y - 16, y + 16), slice(x + 10, x + 20))  # beside the sprite, on the ground
     assert lit[ring].mean() > dark[ring].mean() + 10
 
@@ -145,8 +145,8 @@ def test_a_prompt_places_what_it_names_where_the_player_meets_it(engine):
     pid = engine.add_player(wid)
     tower = _thing(engine, wid, "lighthouse")
     player = engine.worlds[wid].players[0]
-    assert abs(tower.x - player.x) < ws.FRAME // 2 and abs(tower.y - player.y) < ws.FRAME // 2
-    assert _frame(engine, pid).shape == (ws.FRAME, ws.FRAME, 3)
+    assert abs(tower.x - player.x) < spec.FRAME // 2 and abs(tower.y - player.y) < spec.FRAME // 2
+    assert _frame(engine, pid).shape == (spec.FRAME, spec.FRAME, 3)
     engine.drop_world(wid)
 
 
@@ -183,7 +183,7 @@ def test_a_world_made_before_the_open_vocabulary_still_loads(engine, clear_world
     world = engine.worlds[wid]
     assert world.objects == [] and world.chunks.keys() == canvas.keys()
     assert all(np.array_equal(world.chunks[k], canvas[k]) for k in canvas)
-    assert _frame(engine, pid).shape == (ws.FRAME, ws.FRAME, 3)
+    assert _frame(engine, pid).shape == (spec.FRAME, spec.FRAME, 3)
     assert engine.snapshot(wid)[4:6] == (3).to_bytes(2, "big")  # saved again as version 3
 
 

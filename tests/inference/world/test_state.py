@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.state import (
     CreatureState,
     PlayerState,
@@ -22,10 +22,10 @@ def make_state() -> WorldState:
         minute=1111,
         text_emb=rng.random(384).astype(np.float32),
         t=77,
-        biome_probs=rng.random(len(ws.BIOMES)).astype(np.float32),
+        biome_probs=rng.random(len(spec.BIOMES)).astype(np.float32),
         chunks={
-            (0, 0): rng.integers(0, ws.NUM_TOKENS, (8, 8), dtype=np.uint8),
-            (-1, 2): rng.integers(0, ws.NUM_TOKENS, (8, 8), dtype=np.uint8),
+            (0, 0): rng.integers(0, spec.NUM_TOKENS, (8, 8), dtype=np.uint8),
+            (-1, 2): rng.integers(0, spec.NUM_TOKENS, (8, 8), dtype=np.uint8),
         },
         things=[0, 13],
         players=[PlayerState("p1", 0, 10, -4), PlayerState("p2", 1, -30, 8)],
@@ -41,13 +41,13 @@ def test_a_snapshot_round_trips_exactly():
     assert snapshot_bytes(back) == snapshot_bytes(state)
     np.testing.assert_array_equal(back.chunks[(-1, 2)], state.chunks[(-1, 2)])
     assert back.players == state.players and back.creatures == state.creatures
-    assert (back.minute, back.things, back.time) == (1111, [0, 13], ws.TIMES.index("dusk"))
+    assert (back.minute, back.things, back.time) == (1111, [0, 13], spec.TIMES.index("dusk"))
     np.testing.assert_array_equal(back.text_emb, state.text_emb)
 
 
 def test_a_snapshot_holding_a_token_outside_the_vocabulary_is_refused():
     state = make_state()
-    state.chunks[(0, 0)][0, 0] = ws.NUM_TOKENS
+    state.chunks[(0, 0)][0, 0] = spec.NUM_TOKENS
     with pytest.raises(SnapshotError, match="unknown tokens"):
         state_from_bytes(snapshot_bytes(state))
 
