@@ -4,14 +4,14 @@ removal notice on a world's page."""
 from django import template
 
 from inference.world.spec import avatar_hex
-from worlds.moderation import selectors
+from worlds.moderation import policy, selectors
 
 register = template.Library()
 
 
 @register.filter
 def is_moderator(user) -> bool:
-    return selectors.is_moderator(user)
+    return policy.is_moderator(user)
 
 
 @register.filter
