@@ -189,7 +189,7 @@ def live_list(request: Request) -> Response:
 )
 @api_view(["GET"])
 @permission_classes([AllowAny])
-def session_thumbnail(request: Request, session_id):
+def session_thumbnail(request: Request, session_id) -> HttpResponse:
     try:
         session = selectors.session_get_watchable(session_id=session_id)
     except PlaySession.DoesNotExist:

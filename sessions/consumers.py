@@ -57,7 +57,7 @@ class PlayConsumer(SessionConsumer):
 
     seat: Seat | None = None
 
-    async def connect(self):
+    async def connect(self) -> None:
         self.worker: str | None = None
         self.held: dict | None = None  # the latest input message, re-sent after an attach
         self.tasks: list[asyncio.Task] = []
@@ -87,7 +87,7 @@ class PlayConsumer(SessionConsumer):
     def _camera_slot(self) -> int | None:
         return self._seat_slot()
 
-    async def joined(self):
+    async def joined(self) -> None:
         await embedded.ensure_started()
         # Our own seat is connected from now on: the first status must not say "joining".
         self.players = await database_sync_to_async(seats.seat_attached)(
@@ -106,7 +106,7 @@ class PlayConsumer(SessionConsumer):
             await self._attach()
         self.tasks.append(asyncio.create_task(self._watchdog()))
 
-    async def left(self):
+    async def left(self) -> None:
         for task in self.tasks:
             task.cancel()
         session = await self._refresh()
@@ -118,7 +118,7 @@ class PlayConsumer(SessionConsumer):
         if detached:
             grace.start(self.seat.pk)
 
-    async def handle(self, message):
+    async def handle(self, message) -> None:
         if isinstance(message, Ping):
             await self.send_json({"type": "pong", "t": message.t})
         elif isinstance(message, Input):
@@ -297,7 +297,7 @@ class PlayConsumer(SessionConsumer):
                     await self.close(code=CLOSE_ENDED)
                 return
 
-    async def session_status(self, event):
+    async def session_status(self, event) -> None:
         status = m.Status.from_message(event)
         state = status.state
         if state in (SessionStatus.LIVE, SessionStatus.RESUMING, SessionStatus.STARTING):
@@ -316,20 +316,20 @@ class PlayConsumer(SessionConsumer):
             )
         await super().session_status(event)
 
-    async def session_error(self, event):
+    async def session_error(self, event) -> None:
         error = m.Error.from_message(event)
         if error.slot == self.seat.slot:
             seq = None if error.seq < 0 else error.seq
             await self.send_json(ProtocolError(error.code, error.message, seq=seq).as_message())
 
-    async def session_player(self, event):
+    async def session_player(self, event) -> None:
         player = m.Player.from_message(event)
         if player.slot == self.seat.slot and player.channel != self.channel_name:
             why = "You opened this world in another tab or window: it plays there now."
             await self.send_json({"type": "error", "code": "replaced", "message": why})
             await self.close(code=CLOSE_REPLACED)
 
-    async def session_presence(self, event):
+    async def session_presence(self, event) -> None:
         await super().session_presence(event)
         if self.closing or any(p.slot == self.seat.slot for p in self.players):
             return
@@ -340,7 +340,7 @@ class PlayConsumer(SessionConsumer):
         await self.send_status(reason="left")
         await self.close(code=CLOSE_ENDED)
 
-    async def session_removed(self, event):
+    async def session_removed(self, event) -> None:
         removed = m.Removed.from_message(event)
         if removed.slot == self.seat.slot and not self.closing:
             self.closing = True
@@ -348,7 +348,7 @@ class PlayConsumer(SessionConsumer):
             await self.send_json({"type": "error", "code": "removed", "message": why})
             await self.close(code=CLOSE_REMOVED)
 
-    async def session_placed(self, event):
+    async def session_placed(self, event) -> None:
         if self.state != SessionStatus.QUEUED:
             return
         session = await self._refresh()
@@ -389,7 +389,7 @@ class WatchConsumer(SessionConsumer):
         self.category = session.world_version.category
         return session, None
 
-    async def joined(self):
+    async def joined(self) -> None:
         self.state = self.session.status
         offer = await sync_to_async(cache.get)(choices_key(self.session_id))
         if offer:
@@ -401,7 +401,7 @@ class WatchConsumer(SessionConsumer):
         )
         await self._announce_viewers(self.viewers)
 
-    async def left(self):
+    async def left(self) -> None:
         await self._announce_viewers(await sync_to_async(_viewers_add)(self.session_id, -1))
 
     async def _announce_viewers(self, viewers: int) -> None:
@@ -409,7 +409,7 @@ class WatchConsumer(SessionConsumer):
             session_group(self.session_id), m.Viewers(viewers=viewers).to_message()
         )
 
-    async def handle(self, message):
+    async def handle(self, message) -> None:
         if isinstance(message, Ping):
             await self.send_json({"type": "pong", "t": message.t})
             return

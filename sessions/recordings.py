@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import F, Q, Sum
+from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from inference.serving import recording as rec_format
@@ -45,7 +45,7 @@ def can_see(recording: Recording, *, user, session_key: str | None) -> bool:
     return recording.is_public or is_player(recording, user=user, session_key=session_key)
 
 
-def visible(*, user, session_key: str | None):
+def visible(*, user, session_key: str | None) -> QuerySet[Recording]:
     """Recordings this viewer may see: public ones and their own runs."""
     mine = Q(session__seats__anon_key=session_key) if session_key else Q(pk__in=[])
     if user is not None and user.is_authenticated:
@@ -58,14 +58,14 @@ def visible(*, user, session_key: str | None):
     )
 
 
-def public_runs(world, limit: int = 12):
+def public_runs(world: World, limit: int = 12) -> QuerySet[Recording]:
     """A world's public runs, longest first (what its page lists)."""
     return Recording.objects.filter(
         world=world, is_public=True, removed_at=None, complete=True, frames__gt=0
     ).order_by("-duration_s", "-created_at")[:limit]
 
 
-def runs_of(user, *, private: bool = False, limit: int = 24):
+def runs_of(user, *, private: bool = False, limit: int = 24) -> QuerySet[Recording]:
     """A player's runs (their profile): the public ones, or all of them (``private``)."""
     runs = Recording.objects.filter(session__seats__user=user, removed_at=None, frames__gt=0)
     if not private:

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from inference.serving import messages
@@ -76,7 +77,7 @@ def player_keys(*, user, session_key: str, client_ip: str | None) -> tuple[str, 
     return (f"user:{user.pk}" if user else f"anon:{session_key}", f"ip:{client_ip}")
 
 
-def player_seats(*, user, session_key: str):
+def player_seats(*, user, session_key: str) -> QuerySet[Seat]:
     """This player's seats in running sessions."""
     seats = Seat.objects.filter(left_at=None, session__status__in=ACTIVE_STATUSES)
     return (
@@ -312,7 +313,7 @@ def session_too_long(*, session: PlaySession, now: datetime) -> bool:
     return not session.is_live_world and now - session.started_at >= limit
 
 
-def seat_expiry_reason(*, seat: Seat, now: datetime, last_input: datetime | None):
+def seat_expiry_reason(*, seat: Seat, now: datetime, last_input: datetime | None) -> str | None:
     """Why this player must leave their seat now (idle, too long), or None."""
     session = seat.session
     if session.status == SessionStatus.QUEUED or session.started_at is None:

@@ -35,7 +35,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     session: PlaySession | None = None
     slot: int | None = None  # the seat whose camera this socket shows (a spectator: the lead's)
 
-    async def connect(self):
+    async def connect(self) -> None:
         self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
         self.limiter = MessageRateLimiter()
         self.frame_lag = FrameLag()
@@ -59,7 +59,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.accept()
         await self.joined()
 
-    async def disconnect(self, code):
+    async def disconnect(self, code) -> None:
         if self.session is None:
             return
         await self.channel_layer.group_discard(session_group(self.session_id), self.channel_name)
@@ -115,7 +115,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         slot = self._seat_slot()
         return slot is not None and slot == min((p.slot for p in self.players), default=None)
 
-    async def receive(self, text_data=None, bytes_data=None):
+    async def receive(self, text_data=None, bytes_data=None) -> None:
         if self.closing:
             return  # closed for abuse: what is still in flight is dropped unread
         try:
@@ -137,7 +137,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def send_json(self, message: dict) -> None:
         await self.send(text_data=json.dumps(message))
 
-    async def send_status(self, *, reason: str | None = None, position: int | None = None):
+    async def send_status(self, *, reason: str | None = None, position: int | None = None) -> None:
         message = {
             "type": "status",
             "state": self.state,
@@ -157,12 +157,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     # --- group events (dotted types: "session.frame" -> session_frame) ------------------------
 
-    async def session_frame(self, event):
+    async def session_frame(self, event) -> None:
         frame = m.Frame.from_message(event)
         if self.frame_lag.fresh(frame.sent, time.time()):
             await self.send(bytes_data=frame.data)
 
-    async def session_status(self, event):
+    async def session_status(self, event) -> None:
         if self.state == SessionStatus.ENDED:
             return  # the service and the worker may both announce the end
         status = m.Status.from_message(event)
@@ -173,7 +173,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if self.state == SessionStatus.ENDED:
             await self.close(code=1000)
 
-    async def session_event(self, event):
+    async def session_event(self, event) -> None:
         result = m.Event.from_message(event)
         if self._for_another_seat(result.only_slot):
             return  # the last answers, replayed to a player who (re)joined
@@ -193,7 +193,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             message["history"] = result.history
         await self.send_json(message)
 
-    async def session_choices(self, event):
+    async def session_choices(self, event) -> None:
         choices = m.Choices.from_message(event)
         if self._is_lead():
             # One socket per session keeps the pair on offer for spectators who come later.
@@ -213,7 +213,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             }
         )
 
-    async def session_say(self, event):
+    async def session_say(self, event) -> None:
         # Generated lines were screened on the worker before they were sent (and a partial
         # only ever as a whole prefix): see worker_client.screen_generated_line.
         line = m.Line.from_message(event)
@@ -229,25 +229,25 @@ class SessionConsumer(AsyncWebsocketConsumer):
             message["partial"] = True
         await self.send_json(message)
 
-    async def session_presence(self, event):
+    async def session_presence(self, event) -> None:
         self.players = m.Presence.from_message(event).players
         await self._watch_camera(self._camera_slot())
         await self.send_json({"type": "presence", "players": self._players()})
 
-    async def session_removed(self, event):
+    async def session_removed(self, event) -> None:
         pass  # only the removed player's own socket cares
 
-    async def session_error(self, event):
+    async def session_error(self, event) -> None:
         pass  # the worker's answer to the player's own pick or line
 
-    async def session_placed(self, event):
+    async def session_placed(self, event) -> None:
         self.state = SessionStatus.STARTING
         await self.send_status()
 
-    async def session_player(self, event):
+    async def session_player(self, event) -> None:
         pass  # spectators do not care which socket the player uses
 
-    async def session_viewers(self, event):
+    async def session_viewers(self, event) -> None:
         self.viewers = m.Viewers.from_message(event).viewers
         await self.send_status()
 

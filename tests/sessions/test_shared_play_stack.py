@@ -15,7 +15,7 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from inference.serving.frames import FLAG_RESTORED, decode_header, frame_jpeg
-from inference.world import spec as ws
+from inference.world import spec
 from sessions.world_store import PREFIX
 from tests.inference.serving.worker_support import WAIT_S, pixels, unique
 from tests.sessions.play_fixtures import make_user, make_world
@@ -122,9 +122,9 @@ class Player:
 def _avatar_nearest(jpeg: bytes, dx: int, dy: int) -> int:
     """Which avatar colour the frame shows at this offset from its centre (the viewer)."""
     image = pixels(jpeg).astype(int)
-    cx, cy = ws.FRAME // 2 + dx, ws.FRAME // 2 + dy
+    cx, cy = spec.FRAME // 2 + dx, spec.FRAME // 2 + dy
     patch = image[cy - 2 : cy + 2, cx - 2 : cx + 2].reshape(-1, 3)
-    distances = [np.abs(patch - np.array(rgb)).sum(1).min() for rgb in ws.AVATAR_RGB]
+    distances = [np.abs(patch - np.array(rgb)).sum(1).min() for rgb in spec.AVATAR_RGB]
     return int(np.argmin(distances))
 
 
@@ -134,7 +134,7 @@ async def _avatars_seen(
     """The avatar colours the viewer's frames show at each of these slots' spawn points: the
     first frame (from the restored one on, if ``restored``) that shows ``slots``, or the last
     in WAIT_S. Cameras join one by one, so a viewer's earliest frames may not show everyone."""
-    vx, vy = ws.player_spawn(viewer)
+    vx, vy = spec.player_spawn(viewer)
     deadline = asyncio.get_running_loop().time() + WAIT_S
     wanted = (lambda h: bool(h[1] & FLAG_RESTORED)) if restored else (lambda h: True)
     seen: list[int] = []
@@ -142,7 +142,7 @@ async def _avatars_seen(
         _, jpeg = await player.frame(wanted)
         wanted = lambda h: True  # noqa: E731 (after the first, any frame)
         seen = [
-            _avatar_nearest(jpeg, ws.player_spawn(s)[0] - vx, ws.player_spawn(s)[1] - vy)
+            _avatar_nearest(jpeg, spec.player_spawn(s)[0] - vx, spec.player_spawn(s)[1] - vy)
             for s in slots
         ]
     return seen
