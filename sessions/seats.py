@@ -1,4 +1,6 @@
-"""Seats: who plays a session. Join (a shared session, by invite or in public), leave, remove.
+"""Seats: who plays a session. Create a session with its first seat, join (a shared session, by
+invite or in public), leave, remove, and reap the seats of players gone idle or away. These
+build on services.py (limits, placement, ending), which never imports this module.
 
 A seat is one player's avatar and camera in the world. Joining reserves the seat twice, and
 both atomically: in the database (the session row is locked while the seats are counted, so
