@@ -2,12 +2,13 @@
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions
+from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from worlds import ratelimit
 
 
-def json_exception_handler(exc, context):
+def json_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ratelimit.RateLimited):
         exc = exceptions.Throttled(detail=str(exc))
     if isinstance(exc, DjangoValidationError):

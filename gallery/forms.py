@@ -2,6 +2,7 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.http import HttpResponse
 
 from gallery.models import User
 from sessions.client_ip import client_ip
@@ -28,7 +29,7 @@ class LimitedAuthenticationForm(AuthenticationForm):
     and username (a success clears them): without it a password could be guessed as fast as
     requests go."""
 
-    def clean(self):
+    def clean(self) -> dict:
         username = (self.data.get("username") or "").strip().lower()[:150]
         address = client_ip(self.request) if self.request else None
         key = f"accounts:login-failed:{address}:{username}"
@@ -49,5 +50,5 @@ class LimitedAuthenticationForm(AuthenticationForm):
 class LoginView(auth_views.LoginView):
     authentication_form = LimitedAuthenticationForm
 
-    def form_invalid(self, form):
+    def form_invalid(self, form: forms.Form) -> HttpResponse:
         return self.render_to_response(self.get_context_data(form=form), status=400)

@@ -1,6 +1,6 @@
 """Requests no view should see."""
 
-from django.http import HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 
 from worlds import ratelimit
@@ -36,7 +36,7 @@ class RateLimitedPageMiddleware:
     def __call__(self, request):
         return self.get_response(request)
 
-    def process_exception(self, request, exception):
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, ratelimit.RateLimited):
             context = {"code": 429, "title": "Too many", "message": str(exception)}
             return render(request, "gallery/error.html", context, status=429)

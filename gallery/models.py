@@ -12,7 +12,7 @@ class User(AbstractUser):
     # The username as it reads (lookalike.skeleton): "οwner" and "0wner" are "owner".
     username_skeleton = models.CharField(max_length=150, blank=True, editable=False, db_index=True)
 
-    def save(self, *args, **kwargs):
+    def save(self, *args, **kwargs) -> None:
         self.username_skeleton = skeleton(self.username)
         update_fields = kwargs.get("update_fields")
         if update_fields is not None and "username" in update_fields:

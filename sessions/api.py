@@ -75,7 +75,7 @@ def session_create(request: Request) -> Response:
     data.is_valid(raise_exception=True)
     user, session_key = _player(request)
     try:
-        session, created = services.session_create(
+        session, created = seats.session_create(
             world_slug=data.validated_data["world"],
             user=user,
             session_key=session_key,
@@ -189,7 +189,7 @@ def live_list(request: Request) -> Response:
 )
 @api_view(["GET"])
 @permission_classes([AllowAny])
-def session_thumbnail(request: Request, session_id):
+def session_thumbnail(request: Request, session_id) -> HttpResponse:
     try:
         session = selectors.session_get_watchable(session_id=session_id)
     except PlaySession.DoesNotExist:

@@ -1,16 +1,15 @@
 """WebSocket consumers speaking protocol v1 (DESIGN.md): `ws/play/<id>/` and `ws/watch/<id>/`.
 
-Both join the session's group and forward what its worker sends there (status, events,
-choices, lines: the typed messages of `inference.serving.messages`), and one camera's frames:
-a seated player's socket its own camera's group, a spectator's the lowest seated slot's
-(it follows the presence list). Players' sockets talk to the worker, through
-`sessions.worker_client`, each for its own seat; spectators only vote. Every client message is
-validated in `sessions.protocol` first, so nothing malformed ever reaches a worker or another
-session.
+Both (on `sessions.session_consumer.SessionConsumer`) join the session's group and forward
+what its worker sends there (status, events, choices, lines: the typed messages of
+`inference.serving.messages`), and one camera's frames: a seated player's socket its own
+camera's group, a spectator's the lowest seated slot's (it follows the presence list). Players'
+sockets talk to the worker, through `sessions.worker_client`, each for its own seat; spectators
+only vote. Every client message is validated in `sessions.protocol` first, so nothing malformed
+ever reaches a worker or another session.
 """
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import replace
@@ -18,33 +17,29 @@ from datetime import UTC, datetime
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.cache import cache
 
 from inference.serving import messages as m
-from inference.serving.messages import camera_group, session_group
+from inference.serving.messages import session_group
 from sessions import embedded, grace, seats, selectors, services, worker_client
 from sessions.client_ip import scope_client_ip
-from sessions.frame_lag import FrameLag
 from sessions.models import PlaySession, Seat, SessionStatus
 from sessions.protocol import (
     CLOSE_ENDED,
-    CLOSE_FLOODING,
     CLOSE_FORBIDDEN,
     CLOSE_NOT_FOUND,
     CLOSE_REMOVED,
     CLOSE_REPLACED,
     Choose,
     Input,
-    MessageRateLimiter,
     Ping,
     Prompt,
     ProtocolError,
     Say,
     Vote,
-    parse_client_message,
 )
+from sessions.session_consumer import SessionConsumer, choices_key
 from worlds.models import Category
 from worlds.moderation import policy
 
@@ -54,245 +49,6 @@ QUEUE_POLL_S = 1.0
 WATCHDOG_S = 5.0
 # Written to the database at most this often per session (inputs can arrive 60 times a second).
 INPUT_TOUCH_S = 15.0
-CHOICES_KEEP_S = 600  # the pair on offer, kept for late spectators
-
-
-class SessionConsumer(AsyncWebsocketConsumer):
-    """What the player's and the spectators' sockets share: authorise, join, forward."""
-
-    session: PlaySession | None = None
-    slot: int | None = None  # the seat whose camera this socket shows (a spectator: the lead's)
-
-    async def connect(self):
-        self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
-        self.limiter = MessageRateLimiter()
-        self.frame_lag = FrameLag()
-        self.state = ""
-        self.fps = 0.0
-        self.viewers = 0
-        self.narrator: str | None = None  # which backend wrote the last story step or reply
-        self.closing = False
-        self.players: tuple[m.SeatInfo, ...] = ()
-        self.voted: dict[str, int] = {}  # choice id -> this socket's vote
-        session, close_code = await self._authorise()
-        if close_code is not None:
-            # Accept first so the browser sees why (a 4xxx code) and does not retry.
-            await self.accept()
-            await self.close(code=close_code)
-            return
-        self.session = session
-        self.players = await database_sync_to_async(seats.presence)(session)
-        await self.channel_layer.group_add(session_group(self.session_id), self.channel_name)
-        await self._watch_camera(self._camera_slot())
-        await self.accept()
-        await self.joined()
-
-    async def disconnect(self, code):
-        if self.session is None:
-            return
-        await self.channel_layer.group_discard(session_group(self.session_id), self.channel_name)
-        await self._watch_camera(None)
-        await self.left()
-
-    def _camera_slot(self) -> int | None:
-        """Whose frames this socket gets (players: their own; spectators: the lead's)."""
-        return min((p.slot for p in self.players), default=None)
-
-    async def _watch_camera(self, slot: int | None) -> None:
-        if slot == self.slot:
-            return
-        if self.slot is not None:
-            await self.channel_layer.group_discard(
-                camera_group(self.session_id, self.slot), self.channel_name
-            )
-        self.slot = slot
-        if slot is not None:
-            await self.channel_layer.group_add(
-                camera_group(self.session_id, slot), self.channel_name
-            )
-
-    def _players(self) -> list[dict]:
-        mine = self._seat_slot()
-        return [
-            {
-                "slot": p.slot,
-                "name": p.name,
-                "color": p.color,
-                "state": p.state,
-                "you": p.slot == mine,
-            }
-            for p in self.players
-        ]
-
-    def _seat_slot(self) -> int | None:
-        return None  # spectators sit nowhere
-
-    async def _placed_worker(self) -> str | None:
-        """The worker holding this session now (None while it waits for one)."""
-        placement = worker_client.get_placement()
-        return await sync_to_async(placement.worker_of, thread_sensitive=False)(
-            str(self.session_id)
-        )
-
-    def _for_another_seat(self, only_slot: int) -> bool:
-        """A replay meant for one seat (``only_slot``; -1: everyone) that is not this socket's."""
-        return only_slot >= 0 and only_slot != self._seat_slot()
-
-    def _is_lead(self) -> bool:
-        """The lowest seated slot's own socket."""
-        slot = self._seat_slot()
-        return slot is not None and slot == min((p.slot for p in self.players), default=None)
-
-    async def receive(self, text_data=None, bytes_data=None):
-        if self.closing:
-            return  # closed for abuse: what is still in flight is dropped unread
-        try:
-            self.limiter.check()
-            message = parse_client_message(text_data, bytes_data)
-            await self.handle(message)
-        except ProtocolError as exc:
-            await self.send_json(exc.as_message())
-            if exc.abuse:
-                self.closing = True
-                await self.close(code=CLOSE_FLOODING)
-        except Exception:
-            # A message no rule foresaw must not kill the socket's task: that skips disconnect(),
-            # so the seat stays held (keys still pressed) and the viewer count never goes down.
-            log.exception("session %s: message failed", self.session_id)
-            internal = ProtocolError("internal", "That message could not be handled.")
-            await self.send_json(internal.as_message())
-
-    async def send_json(self, message: dict) -> None:
-        await self.send(text_data=json.dumps(message))
-
-    async def send_status(self, *, reason: str | None = None, position: int | None = None):
-        message = {
-            "type": "status",
-            "state": self.state,
-            "fps": self.fps,
-            "viewers": self.viewers,
-            "players": self._players(),
-        }
-        if self._seat_slot() is not None:
-            message["you"] = self._seat_slot()
-        if self.narrator:
-            message["narrator"] = self.narrator
-        if position is not None:
-            message["position"] = position
-        if reason:
-            message["reason"] = reason
-        await self.send_json(message)
-
-    # --- group events (dotted types: "session.frame" -> session_frame) ------------------------
-
-    async def session_frame(self, event):
-        frame = m.Frame.from_message(event)
-        if self.frame_lag.fresh(frame.sent, time.time()):
-            await self.send(bytes_data=frame.data)
-
-    async def session_status(self, event):
-        if self.state == SessionStatus.ENDED:
-            return  # the service and the worker may both announce the end
-        status = m.Status.from_message(event)
-        self.state = status.state or self.state
-        self.fps = status.fps
-        self.narrator = status.narrator or self.narrator
-        await self.send_status(reason=status.reason)
-        if self.state == SessionStatus.ENDED:
-            await self.close(code=1000)
-
-    async def session_event(self, event):
-        result = m.Event.from_message(event)
-        if self._for_another_seat(result.only_slot):
-            return  # the last answers, replayed to a player who (re)joined
-        message = {
-            "type": "event",
-            "seq": result.seq,
-            "status": result.status,
-            "reason": result.reason,
-            "by": result.by,
-            "slot": result.slot,
-            "text": result.text,
-            "you": result.slot == self._seat_slot(),
-        }
-        if result.suggest:
-            message["suggest"] = list(result.suggest)
-        if result.history >= 0:
-            message["history"] = result.history
-        await self.send_json(message)
-
-    async def session_choices(self, event):
-        choices = m.Choices.from_message(event)
-        if self._is_lead():
-            # One socket per session keeps the pair on offer for spectators who come later.
-            await sync_to_async(cache.set)(_choices_key(self.session_id), event, CHOICES_KEEP_S)
-        await self.send_json(
-            {
-                "type": "choices",
-                "choice_id": choices.choice_id,
-                "options": list(choices.options),
-                "story": list(choices.story),
-                "chosen": list(choices.chosen),
-                "votes": list(choices.votes),
-                "audience": list(choices.audience),
-                "closes_in": choices.closes_in,
-                "voted": self.voted.get(choices.choice_id),
-                "picked": choices.picked,
-            }
-        )
-
-    async def session_say(self, event):
-        # Generated lines were screened on the worker before they were sent (and a partial
-        # only ever as a whole prefix): see worker_client.screen_generated_line.
-        line = m.Line.from_message(event)
-        if self._for_another_seat(line.only_slot):
-            return  # the talk so far, replayed to a player who (re)joined
-        message = {"type": "say", "speaker": line.speaker, "text": line.text}
-        if line.history >= 0:
-            message["history"] = line.history
-        if line.slot >= 0:
-            message["slot"] = line.slot
-            message["you"] = line.slot == self._seat_slot()
-        if line.partial:
-            message["partial"] = True
-        await self.send_json(message)
-
-    async def session_presence(self, event):
-        self.players = m.Presence.from_message(event).players
-        await self._watch_camera(self._camera_slot())
-        await self.send_json({"type": "presence", "players": self._players()})
-
-    async def session_removed(self, event):
-        pass  # only the removed player's own socket cares
-
-    async def session_error(self, event):
-        pass  # the worker's answer to the player's own pick or line
-
-    async def session_placed(self, event):
-        self.state = SessionStatus.STARTING
-        await self.send_status()
-
-    async def session_player(self, event):
-        pass  # spectators do not care which socket the player uses
-
-    async def session_viewers(self, event):
-        self.viewers = m.Viewers.from_message(event).viewers
-        await self.send_status()
-
-    # --- hooks -----------------------------------------------------------------------------
-
-    async def _authorise(self) -> tuple[PlaySession | None, int | None]:
-        raise NotImplementedError
-
-    async def joined(self) -> None: ...
-
-    async def left(self) -> None: ...
-
-    async def handle(self, message) -> None:
-        raise NotImplementedError
-
-    async def _read_viewers(self) -> int:
-        return int(await sync_to_async(cache.get)(selectors.viewers_key(self.session_id), 0) or 0)
 
 
 class PlayConsumer(SessionConsumer):
@@ -301,7 +57,7 @@ class PlayConsumer(SessionConsumer):
 
     seat: Seat | None = None
 
-    async def connect(self):
+    async def connect(self) -> None:
         self.worker: str | None = None
         self.held: dict | None = None  # the latest input message, re-sent after an attach
         self.tasks: list[asyncio.Task] = []
@@ -331,7 +87,7 @@ class PlayConsumer(SessionConsumer):
     def _camera_slot(self) -> int | None:
         return self._seat_slot()
 
-    async def joined(self):
+    async def joined(self) -> None:
         await embedded.ensure_started()
         # Our own seat is connected from now on: the first status must not say "joining".
         self.players = await database_sync_to_async(seats.seat_attached)(
@@ -350,7 +106,7 @@ class PlayConsumer(SessionConsumer):
             await self._attach()
         self.tasks.append(asyncio.create_task(self._watchdog()))
 
-    async def left(self):
+    async def left(self) -> None:
         for task in self.tasks:
             task.cancel()
         session = await self._refresh()
@@ -362,7 +118,7 @@ class PlayConsumer(SessionConsumer):
         if detached:
             grace.start(self.seat.pk)
 
-    async def handle(self, message):
+    async def handle(self, message) -> None:
         if isinstance(message, Ping):
             await self.send_json({"type": "pong", "t": message.t})
         elif isinstance(message, Input):
@@ -541,7 +297,7 @@ class PlayConsumer(SessionConsumer):
                     await self.close(code=CLOSE_ENDED)
                 return
 
-    async def session_status(self, event):
+    async def session_status(self, event) -> None:
         status = m.Status.from_message(event)
         state = status.state
         if state in (SessionStatus.LIVE, SessionStatus.RESUMING, SessionStatus.STARTING):
@@ -560,20 +316,20 @@ class PlayConsumer(SessionConsumer):
             )
         await super().session_status(event)
 
-    async def session_error(self, event):
+    async def session_error(self, event) -> None:
         error = m.Error.from_message(event)
         if error.slot == self.seat.slot:
             seq = None if error.seq < 0 else error.seq
             await self.send_json(ProtocolError(error.code, error.message, seq=seq).as_message())
 
-    async def session_player(self, event):
+    async def session_player(self, event) -> None:
         player = m.Player.from_message(event)
         if player.slot == self.seat.slot and player.channel != self.channel_name:
             why = "You opened this world in another tab or window: it plays there now."
             await self.send_json({"type": "error", "code": "replaced", "message": why})
             await self.close(code=CLOSE_REPLACED)
 
-    async def session_presence(self, event):
+    async def session_presence(self, event) -> None:
         await super().session_presence(event)
         if self.closing or any(p.slot == self.seat.slot for p in self.players):
             return
@@ -584,7 +340,7 @@ class PlayConsumer(SessionConsumer):
         await self.send_status(reason="left")
         await self.close(code=CLOSE_ENDED)
 
-    async def session_removed(self, event):
+    async def session_removed(self, event) -> None:
         removed = m.Removed.from_message(event)
         if removed.slot == self.seat.slot and not self.closing:
             self.closing = True
@@ -592,7 +348,7 @@ class PlayConsumer(SessionConsumer):
             await self.send_json({"type": "error", "code": "removed", "message": why})
             await self.close(code=CLOSE_REMOVED)
 
-    async def session_placed(self, event):
+    async def session_placed(self, event) -> None:
         if self.state != SessionStatus.QUEUED:
             return
         session = await self._refresh()
@@ -621,7 +377,7 @@ class WatchConsumer(SessionConsumer):
             session = selectors.session_get_watchable(session_id=self.session_id)
         except PlaySession.DoesNotExist:
             # Moderators oversee private sessions too.
-            session = policy.session_for_moderator(
+            session = selectors.session_for_moderator(
                 user=self.scope.get("user"), session_id=self.session_id
             )
             if session is None:
@@ -633,9 +389,9 @@ class WatchConsumer(SessionConsumer):
         self.category = session.world_version.category
         return session, None
 
-    async def joined(self):
+    async def joined(self) -> None:
         self.state = self.session.status
-        offer = await sync_to_async(cache.get)(_choices_key(self.session_id))
+        offer = await sync_to_async(cache.get)(choices_key(self.session_id))
         if offer:
             await self.session_choices(offer)  # the pair on offer now, not only the next one
         await self._ask_for_replay()
@@ -645,7 +401,7 @@ class WatchConsumer(SessionConsumer):
         )
         await self._announce_viewers(self.viewers)
 
-    async def left(self):
+    async def left(self) -> None:
         await self._announce_viewers(await sync_to_async(_viewers_add)(self.session_id, -1))
 
     async def _announce_viewers(self, viewers: int) -> None:
@@ -653,7 +409,7 @@ class WatchConsumer(SessionConsumer):
             session_group(self.session_id), m.Viewers(viewers=viewers).to_message()
         )
 
-    async def handle(self, message):
+    async def handle(self, message) -> None:
         if isinstance(message, Ping):
             await self.send_json({"type": "pong", "t": message.t})
             return
@@ -698,10 +454,6 @@ class WatchConsumer(SessionConsumer):
         store = self.scope.get("session")
         key = store.session_key if store is not None else None
         return f"anon:{key}" if key else f"socket:{self.channel_name}"
-
-
-def _choices_key(session_id) -> str:
-    return f"play:choices:{session_id}"
 
 
 def _viewers_add(session_id, delta: int) -> int:

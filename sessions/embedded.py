@@ -13,7 +13,7 @@ import logging
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from sessions import services
+from sessions import seats
 from sessions.worker_client import get_placement, screen_generated_line
 from sessions.world_store import StorageWorldStore
 from worlds.cover_render import weights_digest
@@ -77,6 +77,6 @@ async def _reap_forever() -> None:
     while True:
         await asyncio.sleep(REAP_EVERY_S)
         try:
-            await database_sync_to_async(services.sessions_reap)()
+            await database_sync_to_async(seats.sessions_reap)()
         except Exception:  # noqa: BLE001 - one bad round must not stop the next
             log.exception("reaping play sessions failed")

@@ -2,34 +2,27 @@
 
 The worker writes a session's recording to the media store as it runs (its parts, under
 ``Recording.key``: `inference.serving.recording`); here the web side keeps its row, reads what
-it adds up to, decides who may see and change it, renders its MP4s (a Celery task: the world
-replayed frame for frame by the world model, then H.264 through PyAV) and starts forks.
+it adds up to, decides who may see and change it and queues its MP4s (recording_videos.py,
+in a Celery task). Forks are in forks.py.
 """
 
-import io
 import logging
-import threading
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.files.base import ContentFile
+from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import F, Q, Sum
+from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from inference.serving import recording as rec_format
-from sessions import world_store
-from sessions.models import EndReason, PlaySession, Recording, VideoStatus
+from sessions import tasks, world_store
+from sessions.models import EndReason, Recording, VideoStatus
+from sessions.recording_videos import PREVIEW_S
 from worlds.catalog_cache import catalog_changed
-from worlds.models import Category, World
+from worlds.models import World
 
 log = logging.getLogger(__name__)
-
-THUMBNAIL_QUALITY = 85
-EXPORT_CRF = 20  # H.264 quality: near-lossless on 128-pixel pixel art, a few hundred KB a minute
-EXPORT_SCALE = 4  # pixel art: each frame pixel becomes 4x4 (nearest), so players see it crisp
-PREVIEW_S = 4.0  # a card's clip: this long, from the middle of the run, at half the export size
 
 
 class RecordingConflict(Exception):
@@ -52,7 +45,7 @@ def can_see(recording: Recording, *, user, session_key: str | None) -> bool:
     return recording.is_public or is_player(recording, user=user, session_key=session_key)
 
 
-def visible(*, user, session_key: str | None):
+def visible(*, user, session_key: str | None) -> QuerySet[Recording]:
     """Recordings this viewer may see: public ones and their own runs."""
     mine = Q(session__seats__anon_key=session_key) if session_key else Q(pk__in=[])
     if user is not None and user.is_authenticated:
@@ -65,14 +58,14 @@ def visible(*, user, session_key: str | None):
     )
 
 
-def public_runs(world, limit: int = 12):
+def public_runs(world: World, limit: int = 12) -> QuerySet[Recording]:
     """A world's public runs, longest first (what its page lists)."""
     return Recording.objects.filter(
         world=world, is_public=True, removed_at=None, complete=True, frames__gt=0
     ).order_by("-duration_s", "-created_at")[:limit]
 
 
-def runs_of(user, *, private: bool = False, limit: int = 24):
+def runs_of(user, *, private: bool = False, limit: int = 24) -> QuerySet[Recording]:
     """A player's runs (their profile): the public ones, or all of them (``private``)."""
     runs = Recording.objects.filter(session__seats__user=user, removed_at=None, frames__gt=0)
     if not private:
@@ -80,19 +73,7 @@ def runs_of(user, *, private: bool = False, limit: int = 24):
     return runs.distinct().select_related("world")[:limit]
 
 
-# --- life of a recording -----------------------------------------------------------------------
-def recording_for_ended(*, session: PlaySession) -> Recording | None:
-    """The row of an ended session's recording (the worker writes its last part about now).
-    None for a session that never ran a world."""
-    if session.started_at is None:
-        return None
-    recording, _ = Recording.objects.get_or_create(
-        session=session,
-        defaults={"world_id": session.world_id, "world_version_id": session.world_version_id},
-    )
-    return recording
-
-
+# --- life of a recording (its row is made as its session ends: services.py) --------------------
 def recording_refresh(recording: Recording) -> Recording:
     """Read the parts the worker wrote (until the last one is there): frames, duration,
     marks, players and size. Unreadable parts leave it as it was."""
@@ -171,8 +152,6 @@ def recording_make_cover(recording: Recording, *, user) -> None:
 
 
 def _queue_preview(recording: Recording, *, picked: bool) -> None:
-    from sessions import tasks
-
     tasks.render_preview.delay(str(recording.pk), picked)
 
 
@@ -203,8 +182,6 @@ def storage_used(user) -> int:
 def recording_export(recording: Recording, *, user) -> Recording:
     """Queue the MP4 export (every camera); RecordingConflict while one runs or where these
     weights did not draw it; PermissionDenied past the player's limits."""
-    from sessions import tasks
-
     recording = recording_refresh(recording)
     if not recording.complete or recording.frames == 0:
         raise RecordingConflict("This run is still being written; try again in a moment.")
@@ -225,156 +202,3 @@ def recording_export(recording: Recording, *, user) -> Recording:
         locked.save(update_fields=["video_status", "video_progress"])
     tasks.export_recording.delay(str(recording.pk))  # after the commit above: the task sees it
     return locked
-
-
-_engine = None
-_engine_lock = threading.Lock()
-
-
-def _replay_engine():
-    """One world model per process for replays (loaded on first use); one replay at a time."""
-    global _engine
-    if _engine is None:
-        from inference.world.engine import WorldEngine
-
-        engine = WorldEngine.load()
-        engine.generate = False
-        _engine = engine
-    return _engine
-
-
-def export_video(recording_id) -> None:
-    """The Celery task's work: replay each camera and encode it (H.264, MP4) with the world,
-    version, seed and prompt in its metadata; progress in `video_progress`."""
-    import simplejpeg
-
-    recording = Recording.objects.select_related("world_version", "world").get(pk=recording_id)
-    version = recording.world_version
-    Recording.objects.filter(pk=recording.pk).update(video_status=VideoStatus.RENDERING)
-    try:
-        read = rec_format.read_recording(world_store.StorageWorldStore().load_all(recording.key))
-        total = sum(c.frames for c in read.cameras.values()) or 1
-        meta = {
-            "title": version.title,
-            "comment": f"Parallax world {recording.world.slug} version {version.number}"
-                       f" seed {version.seed}",
-            "description": version.prompt[:1000],
-            "artist": read.weights or "",
-        }  # fmt: skip
-        done, videos, size, thumb = 0, {}, 0, ""
-
-        def counted(frames, slot: int, middle: int):
-            nonlocal done, thumb
-            for i, frame in enumerate(frames):
-                if slot == read.lead and i == middle:
-                    jpeg = simplejpeg.encode_jpeg(
-                        frame, quality=THUMBNAIL_QUALITY, colorspace="RGB"
-                    )
-                    thumb = _save(recording, "thumbnail.jpg", jpeg)
-                done += 1
-                if done % 240 == 0:
-                    Recording.objects.filter(pk=recording.pk).update(
-                        video_progress=min(99, 100 * done // total)
-                    )
-                yield frame
-
-        with _engine_lock:
-            replay = rec_format.Replay(_replay_engine(), read)
-            for slot, camera in sorted(read.cameras.items()):
-                frames = counted(replay.frames(slot), slot, camera.frames // 2)
-                data = _mp4(frames, read.fps, scale=EXPORT_SCALE, metadata=meta)
-                size += len(data)
-                videos[str(slot)] = _save(recording, f"camera-{slot}.mp4", data)
-    except Exception:
-        log.exception("export of recording %s failed", recording_id)
-        Recording.objects.filter(pk=recording.pk).update(video_status=VideoStatus.FAILED)
-        raise
-    Recording.objects.filter(pk=recording.pk).update(
-        video_status=VideoStatus.READY, video_progress=100, videos=videos, video_size=size,
-        thumbnail=thumb or recording.thumbnail,
-    )  # fmt: skip
-
-
-def _mp4(frames, fps: float, *, scale: int, metadata: dict | None = None) -> bytes:
-    """RGB frames -> MP4 bytes (H.264, yuv420p), each pixel ``scale`` x ``scale`` (nearest:
-    pixel art stays crisp, and the chroma halving blurs no edge)."""
-    import av
-    import numpy as np
-
-    out = io.BytesIO()
-    with av.open(out, "w", format="mp4") as box:
-        box.metadata.update(metadata or {})
-        stream = box.add_stream("libx264", rate=round(fps) or 24)
-        stream.pix_fmt = "yuv420p"
-        stream.options = {"crf": str(EXPORT_CRF), "preset": "veryfast"}
-        for i, frame in enumerate(frames):
-            big = np.repeat(np.repeat(frame, scale, 0), scale, 1)
-            if i == 0:
-                stream.height, stream.width = big.shape[:2]
-            for packet in stream.encode(av.VideoFrame.from_ndarray(big, "rgb24")):
-                box.mux(packet)
-        for packet in stream.encode():
-            box.mux(packet)
-    return out.getvalue()
-
-
-def render_preview(recording_id, picked: bool) -> None:
-    """The Celery task's work: a few seconds from the middle of the run's lead camera, small,
-    looped on its world's gallery card."""
-    recording = Recording.objects.select_related("world").get(pk=recording_id)
-    read = rec_format.read_recording(world_store.StorageWorldStore().load_all(recording.key))
-    n = int(PREVIEW_S * (read.fps or 24))
-    first = max(0, read.frames // 2 - n // 2)
-    with _engine_lock:
-        frames = rec_format.Replay(_replay_engine(), read).frames()
-        clip = [f for i, f in enumerate(frames) if first <= i < first + n]
-    data = _mp4(clip, read.fps, scale=EXPORT_SCALE // 2)
-    key = _save(recording, "preview.mp4", data)
-    World.objects.filter(pk=recording.world_id).update(
-        preview_clip=key, preview_run=recording.pk, preview_picked=picked
-    )
-    catalog_changed()
-
-
-def _save(recording: Recording, name: str, data: bytes) -> str:
-    key = f"{recording.key}/{name}"
-    if default_storage.exists(key):
-        default_storage.delete(key)
-    return default_storage.save(key, ContentFile(data))
-
-
-# --- forks ---------------------------------------------------------------------------------------
-def recording_fork(
-    recording: Recording, *, frame, slot, user, session_key: str, client_ip: str | None
-) -> PlaySession:
-    """A new live session whose world starts as the run's was at camera ``slot``'s frame
-    ``frame`` (that camera's avatar is the new player's), with the story so far."""
-    from sessions import services
-
-    recording = recording_refresh(recording)
-    cameras = (recording.timeline or {}).get("cameras", {})
-    slot = recording.players[0]["slot"] if slot is None and recording.players else slot
-    errors = {}
-    if not isinstance(slot, int) or str(slot) not in cameras:
-        errors["slot"] = [f"No camera {slot!r} in this run: one of {sorted(cameras)}."]
-    elif (
-        not isinstance(frame, int)
-        or isinstance(frame, bool)
-        or not (0 <= frame < int(cameras[str(slot)]))
-    ):
-        errors["frame"] = [f"A frame from 0 to {int(cameras[str(slot)]) - 1}."]
-    if errors:
-        raise ValidationError(errors)
-    if recording.world.category == Category.LIVE:
-        raise RecordingConflict("A Live world keeps one world for everyone: it cannot be forked.")
-    if not weights_match(recording):
-        raise RecordingConflict(
-            "This run was made by other world model weights: its world cannot be restored."
-        )
-    return services.session_create(
-        world_slug=recording.world.slug,
-        user=user,
-        session_key=session_key,
-        client_ip=client_ip,
-        fork=(recording, frame, slot),
-    )

@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 
-from sessions import recordings, services
+from sessions import forks, recordings, services
 from sessions.api import TooManySessions, _output, _player
 from sessions.client_ip import client_ip
 from sessions.models import Recording
@@ -229,7 +229,7 @@ def recording_fork(request: Request, recording_id) -> Response:
     data.is_valid(raise_exception=True)
     user, session_key = _player(request)
     try:
-        session, _ = recordings.recording_fork(
+        session, _ = forks.recording_fork(
             recording,
             frame=data.validated_data["frame"],
             slot=data.validated_data["slot"],

@@ -1,4 +1,6 @@
-"""Seats: who plays a session. Join (a shared session, by invite or in public), leave, remove.
+"""Seats: who plays a session. Create a session with its first seat, join (a shared session, by
+invite or in public), leave, remove, and reap the seats of players gone idle or away. These
+build on services.py (limits, placement, ending), which never imports this module.
 
 A seat is one player's avatar and camera in the world. Joining reserves the seat twice, and
 both atomically: in the database (the session row is locked while the seats are counted, so
@@ -12,14 +14,13 @@ visitor (the worker does it at the end).
 
 import hmac
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from inference.serving import messages
@@ -27,8 +28,9 @@ from inference.world.spec import avatar_hex
 from sessions import services
 from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession, Seat
 from sessions.worker_client import get_placement, send_sync
-from worlds.models import World
+from worlds.models import Category, World
 from worlds.moderation import policy
+from worlds.selectors import world_get_playable
 from worlds.services import world_record_play
 
 log = logging.getLogger(__name__)
@@ -258,7 +260,7 @@ def seat_remove_by(
 
 def seat_remove(*, seat: Seat, reason: str) -> None:
     """Close the player's socket with the reason they see, then free their seat."""
-    _group_send(seat.session_id, messages.Removed(slot=seat.slot, reason=reason))
+    services.group_send(seat.session_id, messages.Removed(slot=seat.slot, reason=reason))
     seat_leave(seat=seat, reason=f"{REMOVED}{reason}")
 
 
@@ -316,14 +318,128 @@ def presence(session: PlaySession) -> tuple[messages.SeatInfo, ...]:
 
 def presence_send(session: PlaySession) -> tuple[messages.SeatInfo, ...]:
     players = presence(session)
-    _group_send(session.id, messages.Presence(players=players))
+    services.group_send(session.id, messages.Presence(players=players))
     return players
 
 
-def _group_send(session_id, message: messages.Message) -> None:
-    try:
-        async_to_sync(get_channel_layer().group_send)(
-            messages.session_group(session_id), message.to_message()
+# --- the seat-aware session services ------------------------------------------------------
+def session_create(
+    *,
+    world_slug: str,
+    user: AbstractBaseUser | None,
+    session_key: str,
+    client_ip: str | None,
+    is_public: bool = True,
+    shared: bool = False,
+    name: str | None = None,
+    fork: tuple | None = None,
+) -> tuple[PlaySession, bool]:
+    """Start (or return the running) session of this player in this world; -> (session, created).
+
+    Raises World.DoesNotExist, ValidationError or SessionLimitReached. A player has at most one
+    running session per world: opening the play page again resumes it. Their seats in other
+    worlds whose socket is gone are left (``switched``): opening a world leaves the last one.
+    A ``shared`` session seats up to the world's ``max_players`` (capped by
+    ``SESSION_MAX_PLAYERS``); a Live-category world always seats the player in its one public
+    shared session (``live_world_join``). ``fork``: (recording, frame, slot): a new
+    session of the recording's version whose world starts there (`sessions.forks`); the
+    player's running session in this world is left for it.
+    """
+    user = services.player_of(user, session_key)
+    world = world_get_playable(slug=world_slug, viewer=user)
+    if world.current_version_id is None:
+        raise ValidationError({"world": ["This world has no published version to play yet."]})
+    if world.category == Category.LIVE:
+        return live_world_join(
+            world=world, user=user, session_key=session_key, client_ip=client_ip, name=name
         )
-    except Exception:  # noqa: BLE001
-        log.exception("could not notify session %s", session_id)
+    display = seat_name(user=user, name=name, slot=0)
+    with transaction.atomic():
+        services.lock_players(
+            *services.player_keys(user=user, session_key=session_key, client_ip=client_ip)
+        )
+        mine = services.player_seats(user=user, session_key=session_key)
+        running = mine.filter(session__world=world).select_related("session").first()
+        if running is not None and fork is None:
+            return running.session, False
+        # Opening another world leaves the last one: this player's seats whose socket is gone
+        # are left now instead of holding the limit until their reconnect grace runs out.
+        stale = list(mine.exclude(disconnected_at=None).select_related("session"))
+        if running is not None and running not in stale:
+            stale.append(running)  # a fork leaves the run it came from
+        services.check_limits(
+            user=user, session_key=session_key, client_ip=client_ip, leaving=len(stale)
+        )
+        recording, frame, slot = fork or (None, 0, 0)
+        session = PlaySession.objects.create(
+            world=world,
+            world_version_id=recording.world_version_id if fork else world.current_version_id,
+            forked_from=recording,
+            forked_frame=frame,
+            forked_slot=slot,
+            player=user,
+            anon_key="" if user else session_key,
+            client_ip=client_ip,
+            is_public=is_public,
+            is_shared=shared,
+            max_players=services.max_players_for(world) if shared else 1,
+            # No socket yet: a player who never connects is reaped after the reconnect grace.
+            disconnected_at=timezone.now(),
+        )
+        Seat.objects.create(
+            session=session,
+            slot=0,
+            name=display,
+            user=user,
+            anon_key="" if user else session_key,
+            client_ip=client_ip,
+            disconnected_at=timezone.now(),
+        )
+    for seat in stale:
+        seat_leave(seat=seat, reason=EndReason.SWITCHED)
+    # Placement is in Redis, outside the transaction: reserve only once the row exists.
+    session = services.place(session)
+    world_record_play(world=world)
+    return session, True
+
+
+def sessions_reap(*, now: datetime | None = None) -> list[PlaySession]:
+    """Unseat every player who is idle, too long, or gone past the grace (a session ends with
+    its last seat) and end sessions past their length; -> the sessions that ended."""
+    now = now or timezone.now()
+    grace = timedelta(seconds=settings.SESSION_RECONNECT_GRACE_SECONDS)
+    ended = []
+    # Every open seat in one query, not one per session: the reaper runs every few seconds.
+    open_seats = Prefetch("seats", queryset=Seat.objects.filter(left_at=None), to_attr="open")
+    for session in PlaySession.objects.filter(status__in=ACTIVE_STATUSES).prefetch_related(
+        open_seats
+    ):
+        if services.session_too_long(session=session, now=now):
+            ended.append(services.session_end(session=session, reason=EndReason.MAX_LENGTH))
+            continue
+        staying = 0
+        for seat in session.open:
+            reason = services.seat_expiry_reason(seat=seat, now=now, last_input=None)
+            if reason is None and seat.disconnected_at and now - seat.disconnected_at >= grace:
+                reason = EndReason.ABANDONED
+            if reason is not None:
+                seat_leave(seat=seat, reason=reason)
+            else:
+                staying += 1
+        # Every seat left (or none was ever taken): the session goes with them, unless a
+        # player took a seat since the seats were read.
+        if not staying and not session.seats.filter(left_at=None).exists():
+            ended.append(services.session_end(session=session, reason=EndReason.ABANDONED))
+    services.queue_promote()
+    return ended
+
+
+def session_end_for_player(*, user, reason: str, message: str | None = None) -> int:
+    """End every running session a player created, and unseat them from everyone else's
+    (they were suspended)."""
+    sessions = list(PlaySession.objects.filter(player=user, status__in=ACTIVE_STATUSES))
+    for session in sessions:
+        services.session_end(session=session, reason=reason, message=message)
+    for seat in services.player_seats(user=user, session_key="").select_related("session"):
+        seat_remove(seat=seat, reason=message or reason)
+    return len(sessions)

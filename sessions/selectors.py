@@ -1,13 +1,15 @@
 """Reads for live play."""
 
+import uuid
 from datetime import UTC, datetime
 
 from django.core.cache import cache
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q
 from django.urls import reverse
 
 from sessions.models import ACTIVE_STATUSES, PlaySession
 from sessions.worker_client import get_placement
+from worlds.moderation import policy
 
 
 def session_get(*, session_id) -> PlaySession:
@@ -31,17 +33,23 @@ def session_get_for_player(*, session_id, user, session_key: str | None) -> Play
     return session
 
 
+def session_for_moderator(*, user, session_id) -> PlaySession | None:
+    """Any session (private ones too) when the viewer is a moderator; None otherwise (also for
+    an unknown or malformed id)."""
+    if not policy.is_moderator(user):
+        return None
+    try:
+        return session_get(session_id=uuid.UUID(str(session_id)))
+    except (ValueError, PlaySession.DoesNotExist):
+        return None
+
+
 def session_get_watchable(*, session_id) -> PlaySession:
     """A public session anyone may watch (running or ended); private ones do not exist to others."""
     session = session_get(session_id=session_id)
     if not session.is_public:
         raise PlaySession.DoesNotExist("Private session")
     return session
-
-
-def session_list_live(*, public_only: bool = True) -> QuerySet[PlaySession]:
-    qs = PlaySession.objects.filter(status__in=ACTIVE_STATUSES).select_related("world", "player")
-    return qs.filter(is_public=True) if public_only else qs
 
 
 def viewers_key(session_id) -> str:

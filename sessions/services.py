@@ -4,8 +4,9 @@ Placement lives in Redis (or in memory for the embedded default) behind
 `worker_client.get_placement()`; the catalog row here mirrors it. Every function is safe to
 call twice: ending an ended session or promoting an empty queue changes nothing.
 
-Everyone playing a session has a ``Seat`` (seats.py: join, leave, remove); the limits per
-player count seats, and a session ends when its last seat is left.
+Everyone playing a session has a ``Seat``: seats.py builds on these services (create a
+session, join, leave, remove, reap) and none of them imports it. The limits per player count
+seats, and a session ends when its last seat is left.
 """
 
 import logging
@@ -17,17 +18,21 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Prefetch
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from inference.serving import messages
-from sessions import recordings
-from sessions.models import ACTIVE_STATUSES, EndReason, PlaySession, Seat, SessionStatus
+from sessions.models import (
+    ACTIVE_STATUSES,
+    EndReason,
+    PlaySession,
+    Recording,
+    Seat,
+    SessionStatus,
+)
 from sessions.worker_client import get_placement, send_sync
-from worlds.models import Category, World
+from worlds.models import World
 from worlds.moderation import policy
-from worlds.selectors import world_get_playable
-from worlds.services import world_record_play
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +77,7 @@ def player_keys(*, user, session_key: str, client_ip: str | None) -> tuple[str, 
     return (f"user:{user.pk}" if user else f"anon:{session_key}", f"ip:{client_ip}")
 
 
-def player_seats(*, user, session_key: str):
+def player_seats(*, user, session_key: str) -> QuerySet[Seat]:
     """This player's seats in running sessions."""
     seats = Seat.objects.filter(left_at=None, session__status__in=ACTIVE_STATUSES)
     return (
@@ -91,84 +96,6 @@ def player_of(user: AbstractBaseUser | None, session_key: str) -> AbstractBaseUs
     if user is not None:
         policy.ensure_not_suspended(user)  # UserSuspended (a PermissionDenied) says why, until when
     return user
-
-
-def session_create(
-    *,
-    world_slug: str,
-    user: AbstractBaseUser | None,
-    session_key: str,
-    client_ip: str | None,
-    is_public: bool = True,
-    shared: bool = False,
-    name: str | None = None,
-    fork: tuple | None = None,
-) -> tuple[PlaySession, bool]:
-    """Start (or return the running) session of this player in this world; -> (session, created).
-
-    Raises World.DoesNotExist, ValidationError or SessionLimitReached. A player has at most one
-    running session per world: opening the play page again resumes it. Their seats in other
-    worlds whose socket is gone are left (``switched``): opening a world leaves the last one.
-    A ``shared`` session seats up to the world's ``max_players`` (capped by
-    ``SESSION_MAX_PLAYERS``); a Live-category world always seats the player in its one public
-    shared session (``seats.live_world_join``). ``fork``: (recording, frame, slot): a new
-    session of the recording's version whose world starts there (`sessions.recordings`); the
-    player's running session in this world is left for it.
-    """
-    from sessions import seats  # seats builds on these services
-
-    user = player_of(user, session_key)
-    world = world_get_playable(slug=world_slug, viewer=user)
-    if world.current_version_id is None:
-        raise ValidationError({"world": ["This world has no published version to play yet."]})
-    if world.category == Category.LIVE:
-        return seats.live_world_join(
-            world=world, user=user, session_key=session_key, client_ip=client_ip, name=name
-        )
-    seat_name = seats.seat_name(user=user, name=name, slot=0)
-    with transaction.atomic():
-        lock_players(*player_keys(user=user, session_key=session_key, client_ip=client_ip))
-        mine = player_seats(user=user, session_key=session_key)
-        running = mine.filter(session__world=world).select_related("session").first()
-        if running is not None and fork is None:
-            return running.session, False
-        # Opening another world leaves the last one: this player's seats whose socket is gone
-        # are left now instead of holding the limit until their reconnect grace runs out.
-        stale = list(mine.exclude(disconnected_at=None).select_related("session"))
-        if running is not None and running not in stale:
-            stale.append(running)  # a fork leaves the run it came from
-        check_limits(user=user, session_key=session_key, client_ip=client_ip, leaving=len(stale))
-        recording, frame, slot = fork or (None, 0, 0)
-        session = PlaySession.objects.create(
-            world=world,
-            world_version_id=recording.world_version_id if fork else world.current_version_id,
-            forked_from=recording,
-            forked_frame=frame,
-            forked_slot=slot,
-            player=user,
-            anon_key="" if user else session_key,
-            client_ip=client_ip,
-            is_public=is_public,
-            is_shared=shared,
-            max_players=max_players_for(world) if shared else 1,
-            # No socket yet: a player who never connects is reaped after the reconnect grace.
-            disconnected_at=timezone.now(),
-        )
-        Seat.objects.create(
-            session=session,
-            slot=0,
-            name=seat_name,
-            user=user,
-            anon_key="" if user else session_key,
-            client_ip=client_ip,
-            disconnected_at=timezone.now(),
-        )
-    for seat in stale:
-        seats.seat_leave(seat=seat, reason=EndReason.SWITCHED)
-    # Placement is in Redis, outside the transaction: reserve only once the row exists.
-    session = place(session)
-    world_record_play(world=world)
-    return session, True
 
 
 def max_players_for(world: World) -> int:
@@ -255,7 +182,7 @@ def queue_promote() -> list[PlaySession]:
             placement.enqueue(head, front=True)
             break
         session = _mark_started(session=session, worker=worker)
-        _group_send(session.id, messages.Placed(worker=worker))
+        group_send(session.id, messages.Placed(worker=worker))
         started.append(session)
     return started
 
@@ -293,7 +220,7 @@ def _after_end(*, session: PlaySession, reason: str, message: str | None = None)
     placement.delete_snapshot(str(session.id))
     if session.worker_name:
         send_sync(session.worker_name, messages.End(session_id=str(session.id), reason=reason))
-    _group_send(session.id, messages.Status(state="ended", reason=message or reason))
+    group_send(session.id, messages.Status(state="ended", reason=message or reason))
 
 
 def session_ended_by_worker(*, session_id, reason: str | None) -> None:
@@ -333,16 +260,25 @@ def _record_end(
             left_at=session.ended_at, left_reason=session.end_reason
         )
         if settings.RECORD_SESSIONS:
-            recordings.recording_for_ended(session=session)
+            recording_for_ended(session=session)
     return session, True
 
 
+def recording_for_ended(*, session: PlaySession) -> Recording | None:
+    """The row of an ended session's recording (the worker writes its last part about now).
+    None for a session that never ran a world."""
+    if session.started_at is None:
+        return None
+    recording, _ = Recording.objects.get_or_create(
+        session=session,
+        defaults={"world_id": session.world_id, "world_version_id": session.world_version_id},
+    )
+    return recording
+
+
 def _frames_of(session: PlaySession) -> int:
-    counters = getattr(get_placement(), "session_frames", None)
-    if counters is None:
-        return 0
     try:
-        return int(counters(str(session.id)) or 0)
+        return int(get_placement().session_frames(str(session.id)) or 0)
     except Exception:  # noqa: BLE001 - a missing counter never blocks ending a session
         log.exception("could not read the frame counter of %s", session.id)
         return 0
@@ -377,7 +313,7 @@ def session_too_long(*, session: PlaySession, now: datetime) -> bool:
     return not session.is_live_world and now - session.started_at >= limit
 
 
-def seat_expiry_reason(*, seat: Seat, now: datetime, last_input: datetime | None):
+def seat_expiry_reason(*, seat: Seat, now: datetime, last_input: datetime | None) -> str | None:
     """Why this player must leave their seat now (idle, too long), or None."""
     session = seat.session
     if session.status == SessionStatus.QUEUED or session.started_at is None:
@@ -394,39 +330,6 @@ def seat_expiry_reason(*, seat: Seat, now: datetime, last_input: datetime | None
     return None
 
 
-def sessions_reap(*, now: datetime | None = None) -> list[PlaySession]:
-    """Unseat every player who is idle, too long, or gone past the grace (a session ends with
-    its last seat) and end sessions past their length; -> the sessions that ended."""
-    from sessions import seats
-
-    now = now or timezone.now()
-    grace = timedelta(seconds=settings.SESSION_RECONNECT_GRACE_SECONDS)
-    ended = []
-    # Every open seat in one query, not one per session: the reaper runs every few seconds.
-    open_seats = Prefetch("seats", queryset=Seat.objects.filter(left_at=None), to_attr="open")
-    for session in PlaySession.objects.filter(status__in=ACTIVE_STATUSES).prefetch_related(
-        open_seats
-    ):
-        if session_too_long(session=session, now=now):
-            ended.append(session_end(session=session, reason=EndReason.MAX_LENGTH))
-            continue
-        staying = 0
-        for seat in session.open:
-            reason = seat_expiry_reason(seat=seat, now=now, last_input=None)
-            if reason is None and seat.disconnected_at and now - seat.disconnected_at >= grace:
-                reason = EndReason.ABANDONED
-            if reason is not None:
-                seats.seat_leave(seat=seat, reason=reason)
-            else:
-                staying += 1
-        # Every seat left (or none was ever taken): the session goes with them, unless a
-        # player took a seat since the seats were read.
-        if not staying and not session.seats.filter(left_at=None).exists():
-            ended.append(session_end(session=session, reason=EndReason.ABANDONED))
-    queue_promote()
-    return ended
-
-
 def session_end_for_world(*, world: World, reason: str, message: str | None = None) -> int:
     """End every running session of a world (it was removed or unpublished)."""
     sessions = list(PlaySession.objects.filter(world=world, status__in=ACTIVE_STATUSES))
@@ -435,20 +338,7 @@ def session_end_for_world(*, world: World, reason: str, message: str | None = No
     return len(sessions)
 
 
-def session_end_for_player(*, user, reason: str, message: str | None = None) -> int:
-    """End every running session a player created, and unseat them from everyone else's
-    (they were suspended)."""
-    from sessions import seats
-
-    sessions = list(PlaySession.objects.filter(player=user, status__in=ACTIVE_STATUSES))
-    for session in sessions:
-        session_end(session=session, reason=reason, message=message)
-    for seat in player_seats(user=user, session_key="").select_related("session"):
-        seats.seat_remove(seat=seat, reason=message or reason)
-    return len(sessions)
-
-
-def _group_send(session_id, message: messages.Message) -> None:
+def group_send(session_id, message: messages.Message) -> None:
     """Tell every consumer of the session (the player's and the spectators')."""
     try:
         async_to_sync(get_channel_layer().group_send)(

@@ -2,29 +2,25 @@
 
 from celery import shared_task
 
-from sessions import services, world_store
+from sessions import recording_videos, seats, world_store
 
 
 @shared_task
 def reap_sessions() -> int:
     """Periodic: idle, too long, or abandoned sessions (a grace timer dies with its web process)."""
-    return len(services.sessions_reap())
+    return len(seats.sessions_reap())
 
 
 @shared_task
 def export_recording(recording_id: str) -> None:
     """A recording's MP4s, rendered from its replay (progress on the row)."""
-    from sessions import recordings
-
-    recordings.export_video(recording_id)
+    recording_videos.export_video(recording_id)
 
 
 @shared_task
 def render_preview(recording_id: str, picked: bool) -> None:
     """A world's gallery-card clip from one of its public runs."""
-    from sessions import recordings
-
-    recordings.render_preview(recording_id, picked)
+    recording_videos.render_preview(recording_id, picked)
 
 
 @shared_task

@@ -9,9 +9,8 @@ from django.views.decorators.http import require_GET
 from sessions import recordings
 from sessions.models import PlaySession, Recording
 from sessions.protocol import MAX_PROMPT_CHARS, MAX_SAY_CHARS
-from sessions.selectors import session_get_watchable
+from sessions.selectors import session_for_moderator, session_get_watchable
 from worlds.models import World
-from worlds.moderation import policy
 from worlds.selectors import world_get_playable
 
 
@@ -33,7 +32,7 @@ def watch(request: HttpRequest, session_id) -> HttpResponse:
         session = session_get_watchable(session_id=session_id)
     except PlaySession.DoesNotExist:
         # Moderators oversee private sessions too.
-        session = policy.session_for_moderator(user=request.user, session_id=session_id)
+        session = session_for_moderator(user=request.user, session_id=session_id)
         if session is None:
             raise Http404("No public session here.") from None
     return render(request, "play/watch.html", {"session": session, "world": session.world})

@@ -6,7 +6,7 @@ class WorldsConfig(AppConfig):
     name = "worlds"
     verbose_name = "Worlds"
 
-    def ready(self):
+    def ready(self) -> None:
         from worlds.catalog_cache import catalog_changed
         from worlds.models import World
 

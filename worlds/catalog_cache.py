@@ -10,6 +10,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from functools import wraps
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -27,7 +28,10 @@ def catalog_changed(**_signal_kwargs) -> None:
     cache.set(VERSION_KEY, time.time_ns(), timeout=None)
 
 
-def cached_fragment(name: str, render: Callable):
+T = TypeVar("T")
+
+
+def cached_fragment(name: str, render: Callable[[], T]) -> T:
     """`render()` (HTML, or anything that pickles) once per catalog version and
     HOME_CACHE_SECONDS; 0 turns caching off."""
     timeout = settings.HOME_CACHE_SECONDS

@@ -2,7 +2,8 @@
 what the model makes of the prompt, shown beside it.
 
 The engine is loaded once per process (seconds and hundreds of MB) and is not thread-safe, so
-one lock guards it. Celery workers call this through worlds.tasks.render_cover.
+one lock guards it. `world_render_cover` stores both on the world: Celery workers call it through
+worlds.tasks.render_cover, the embedded default on a thread beside the request.
 """
 
 import hashlib
@@ -11,7 +12,11 @@ import threading
 from functools import cache
 from pathlib import Path
 
+from django.core.files.base import ContentFile
+from django.db import transaction
 from PIL import Image
+
+from worlds.models import World
 
 SETTLE_FRAMES = 6  # let weather and creatures animate a little before the shot
 SCALE = 4  # 128 px frames -> 512 px covers, nearest-neighbour so pixels stay crisp
@@ -84,3 +89,37 @@ def render_cover_png(*, prompt: str, seed: int) -> bytes:
     out = io.BytesIO()
     image.save(out, format="PNG", optimize=True)
     return out.getvalue()
+
+
+def world_render_cover(*, world_id: int) -> bool:
+    """Render what the world model makes of a world: what it reads in the prompt and, unless the
+    creator uploaded one, a cover (a frame at spawn), stamped with the weights' digest.
+
+    Returns whether it rendered. A world deleted meanwhile is skipped, not an error.
+    """
+    world = World.objects.filter(pk=world_id).first()
+    if world is None:
+        return False
+    spec = (world.prompt, world.seed)
+    digest = weights_digest()  # before the render: weights replaced meanwhile render again
+    reading = prompt_reading(world.prompt)
+    png = None
+    if not world.cover or world.cover_generated:
+        png = render_cover_png(prompt=world.prompt, seed=world.seed)
+    with transaction.atomic():
+        # Lock and re-check: the creator may have uploaded a cover or edited the prompt while
+        # the frame rendered (an edit schedules a render of its own).
+        world = World.objects.select_for_update().filter(pk=world_id).first()
+        if world is None or (world.prompt, world.seed) != spec:
+            return False
+        old = world.cover.name if world.cover else None
+        fields = ["model_reading", "model_weights", "updated_at"]
+        if png is not None and (not world.cover or world.cover_generated):
+            world.cover.save(f"{world.slug}-frame.png", ContentFile(png), save=False)
+            world.cover_generated = True
+            fields += ["cover", "cover_generated"]
+        world.model_reading, world.model_weights = reading, digest
+        world.save(update_fields=fields)
+    if old and old != world.cover.name:
+        world.cover.storage.delete(old)
+    return True

@@ -5,6 +5,7 @@ own drafts, worlds in review and removed worlds (marked as such); nobody else ev
 """
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -12,6 +13,9 @@ from django.db.models import Case, ExpressionWrapper, IntegerField, Q, QuerySet,
 
 from inference.narrative import examples
 from worlds.models import Category, Like, World, WorldStatus
+
+if TYPE_CHECKING:
+    from django.contrib.postgres.search import SearchVector
 
 SORTS = {
     "trending": ("-trending_score", "-published_at"),
@@ -73,7 +77,7 @@ def world_search(
     return qs.order_by("-rank", *SORTS[DEFAULT_SORT], "-id")
 
 
-def search_vector():
+def search_vector() -> "SearchVector":
     """The weighted search document; migration 0003 indexes exactly this expression (GIN)."""
     from django.contrib.postgres.search import SearchVector
 

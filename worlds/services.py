@@ -4,33 +4,26 @@ Every entry point (pages, API, tasks, commands) calls these; none of them writes
 """
 
 import logging
-import math
 import random
 import threading
-from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.files.base import ContentFile
 from django.db import IntegrityError, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
-from worlds import ratelimit
+from worlds import cover_render, ratelimit
 from worlds.covers import cover_clean
 from worlds.models import SPEC_FIELDS, Category, Like, Play, World, WorldStatus, WorldVersion
 from worlds.moderation import policy
+from worlds.tasks import render_cover
 
 log = logging.getLogger(__name__)
 
 EDITABLE_FIELDS = (*SPEC_FIELDS, "description", "max_players")
-
-# Trending: a play counts 1 and a like 3, each halving in weight every TRENDING_HALF_LIFE.
-TRENDING_WINDOW = timedelta(days=7)
-TRENDING_HALF_LIFE = timedelta(hours=24)
-TRENDING_LIKE_WEIGHT = 3.0
 
 
 def world_validate_spec(fields: dict) -> None:
@@ -204,11 +197,10 @@ def world_set_cover(*, world: World, by: AbstractBaseUser, upload) -> World:
 
 
 def _schedule_cover_render(world: World) -> None:
-    """Queue `world_render_cover` once the world is committed (a worker must see the row)."""
+    """Queue `cover_render.world_render_cover` once the world is committed (a worker must see
+    the row)."""
     if not settings.COVER_RENDER_AUTO:
         return
-    from worlds.tasks import render_cover
-
     world_id = world.pk
     if settings.CELERY_TASK_ALWAYS_EAGER:
         # The embedded default has no Celery worker: render beside the request, not in it.
@@ -222,47 +214,11 @@ def _schedule_cover_render(world: World) -> None:
 
 def _render_beside(world_id: int) -> None:
     try:
-        world_render_cover(world_id=world_id)
+        cover_render.world_render_cover(world_id=world_id)
     except Exception:
         log.exception("cover render for world %s failed", world_id)
     finally:
         connections.close_all()  # this thread's own database connection
-
-
-def world_render_cover(*, world_id: int) -> bool:
-    """Render what the world model makes of a world: what it reads in the prompt and, unless the
-    creator uploaded one, a cover (a frame at spawn), stamped with the weights' digest.
-
-    Returns whether it rendered. A world deleted meanwhile is skipped, not an error.
-    """
-    from worlds.cover_render import prompt_reading, render_cover_png, weights_digest
-
-    world = World.objects.filter(pk=world_id).first()
-    if world is None:
-        return False
-    spec = (world.prompt, world.seed)
-    digest = weights_digest()  # before the render: weights replaced meanwhile render again
-    reading = prompt_reading(world.prompt)
-    png = None
-    if not world.cover or world.cover_generated:
-        png = render_cover_png(prompt=world.prompt, seed=world.seed)
-    with transaction.atomic():
-        # Lock and re-check: the creator may have uploaded a cover or edited the prompt while
-        # the frame rendered (an edit schedules a render of its own).
-        world = World.objects.select_for_update().filter(pk=world_id).first()
-        if world is None or (world.prompt, world.seed) != spec:
-            return False
-        old = world.cover.name if world.cover else None
-        fields = ["model_reading", "model_weights", "updated_at"]
-        if png is not None and (not world.cover or world.cover_generated):
-            world.cover.save(f"{world.slug}-frame.png", ContentFile(png), save=False)
-            world.cover_generated = True
-            fields += ["cover", "cover_generated"]
-        world.model_reading, world.model_weights = reading, digest
-        world.save(update_fields=fields)
-    if old and old != world.cover.name:
-        world.cover.storage.delete(old)
-    return True
 
 
 def world_publish(*, world: World, by: AbstractBaseUser, unlisted: bool = False) -> World:
@@ -370,33 +326,3 @@ def world_record_play(*, world: World) -> None:
     with transaction.atomic():
         Play.objects.create(world=world)
         World.objects.filter(pk=world.pk).update(play_count=F("play_count") + 1)
-
-
-def _decay(age: timedelta) -> float:
-    return math.pow(0.5, age / TRENDING_HALF_LIFE)
-
-
-def trending_recompute(*, now: datetime | None = None) -> int:
-    """Rescore every world from recent plays and likes; returns how many scores changed."""
-    now = now or timezone.now()
-    since = now - TRENDING_WINDOW
-    scores: dict[int, float] = {}
-    for world_id, at in Play.objects.filter(created_at__gte=since).values_list(
-        "world_id", "created_at"
-    ):
-        scores[world_id] = scores.get(world_id, 0.0) + _decay(now - at)
-    for world_id, at in Like.objects.filter(created_at__gte=since).values_list(
-        "world_id", "created_at"
-    ):
-        scores[world_id] = scores.get(world_id, 0.0) + TRENDING_LIKE_WEIGHT * _decay(now - at)
-    changed = []
-    with transaction.atomic():
-        stale = World.objects.exclude(pk__in=scores).exclude(trending_score=0.0)
-        cleared = stale.update(trending_score=0.0)
-        for world in World.objects.filter(pk__in=scores).only("id", "trending_score"):
-            score = round(scores[world.pk], 6)
-            if world.trending_score != score:
-                world.trending_score = score
-                changed.append(world)
-        World.objects.bulk_update(changed, ["trending_score"], batch_size=500)
-    return cleared + len(changed)

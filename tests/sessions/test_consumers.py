@@ -91,7 +91,7 @@ class Stage:
 def _stage(worker_slots, *, capacity: int = 2, public: bool = True, **world) -> Stage:
     worker = worker_slots.add(capacity=capacity)
     user = make_user()
-    session, _ = services.session_create(
+    session, _ = seats.session_create(
         world_slug=make_world(**world).slug,
         user=user,
         session_key="",
@@ -156,7 +156,7 @@ async def test_an_anonymous_player_plays_with_their_browser_session(worker_slots
     worker = worker_slots.add(capacity=1)
     key = await sync_to_async(_anon_key)()
     world = await sync_to_async(make_world)()
-    session, _ = await sync_to_async(services.session_create)(
+    session, _ = await sync_to_async(seats.session_create)(
         world_slug=world.slug, user=None, session_key=key, client_ip="10.2.2.2"
     )
     async with Inbox(get_channel_layer(), worker_channel(worker)) as inbox:
@@ -379,7 +379,7 @@ async def test_a_queued_player_sees_their_position_then_starts(worker_slots):
     first = await _stage(worker_slots, capacity=1)
     user = await sync_to_async(make_user)()
     world = await sync_to_async(make_world)()
-    queued, _ = await sync_to_async(services.session_create)(
+    queued, _ = await sync_to_async(seats.session_create)(
         world_slug=world.slug, user=user, session_key="", client_ip="10.3.3.3"
     )
     assert queued.status == SessionStatus.QUEUED
@@ -515,7 +515,7 @@ def _two_seats():
     """A shared session with its host in slot 0 and a guest in slot 1: their cookies, the
     guest's seat."""
     host, guest = make_user(), make_user()
-    session, _ = services.session_create(
+    session, _ = seats.session_create(
         world_slug=make_world().slug, user=host, session_key="", client_ip="10.1.1.1", shared=True
     )
     _, seat, _ = seats.seat_join(

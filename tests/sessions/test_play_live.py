@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from inference.serving.frames import HEADER_SIZE, decode_header
 from inference.world.engine import WorldEngine
-from sessions import services
+from sessions import seats
 from sessions.models import PlaySession, SessionStatus
 from tests.inference.serving.worker_support import running_worker
 from tests.sessions.play_fixtures import make_user, make_world
@@ -33,7 +33,7 @@ async def worker(clean_placement, engine):
 @sync_to_async
 def _placed_session(public: bool = True):
     user = make_user()
-    session, _ = services.session_create(
+    session, _ = seats.session_create(
         world_slug=make_world().slug,
         user=user,
         session_key="",

@@ -3,7 +3,7 @@
 import pytest
 from django.test import Client
 
-from sessions import services
+from sessions import seats
 from tests.sessions.play_fixtures import make_user, make_world
 from worlds.models import WorldStatus
 
@@ -37,7 +37,7 @@ def test_the_creator_opens_the_play_page_of_their_draft():
 
 def test_anyone_opens_the_watch_page_of_a_public_session(world, player, worker_slots):
     worker_slots.add(capacity=1)
-    session, _ = services.session_create(
+    session, _ = seats.session_create(
         world_slug=world.slug, user=player, session_key="", client_ip="10.5.5.5"
     )
     response = Client().get(f"/watch/{session.id}/")
@@ -47,7 +47,7 @@ def test_anyone_opens_the_watch_page_of_a_public_session(world, player, worker_s
 
 def test_the_watch_page_of_a_private_session_is_a_404(world, player, worker_slots):
     worker_slots.add(capacity=1)
-    session, _ = services.session_create(
+    session, _ = seats.session_create(
         world_slug=world.slug, user=player, session_key="", client_ip="10.5.5.5", is_public=False
     )
     assert Client().get(f"/watch/{session.id}/").status_code == 404
@@ -75,7 +75,7 @@ def test_a_game_world_has_neither_panel(world):
 def test_the_watch_page_shows_the_conversation_read_only(player, worker_slots):
     worker_slots.add(capacity=1)
     world = make_world(category="characters", character_name="Old Tom")
-    session, _ = services.session_create(
+    session, _ = seats.session_create(
         world_slug=world.slug, user=player, session_key="", client_ip="10.5.5.6"
     )
     html = Client().get(f"/watch/{session.id}/").content.decode()

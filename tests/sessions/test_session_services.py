@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _create(world, user=None, key="", ip="10.0.0.1", **kw):
-    return services.session_create(
+    return seats.session_create(
         world_slug=world.slug, user=user, session_key=key, client_ip=ip, **kw
     )
 
@@ -201,7 +201,7 @@ def test_the_reaper_ends_idle_sessions(world, player, worker_slots, short_limits
     session, _ = _create(world, player)
     seats.seat_attached(seat=session.seats.get(slot=0), channel="")
     later = timezone.now() + timedelta(seconds=301)
-    ended = services.sessions_reap(now=later)
+    ended = seats.sessions_reap(now=later)
     assert [s.id for s in ended] == [session.id]
     session.refresh_from_db()
     assert session.end_reason == EndReason.IDLE
@@ -213,7 +213,7 @@ def test_the_reaper_keeps_sessions_with_recent_input(world, player, worker_slots
     seats.seat_attached(seat=session.seats.get(slot=0), channel="")
     later = timezone.now() + timedelta(seconds=280)
     services.session_touch_input(session_id=session.id, at=later - timedelta(seconds=10))
-    assert services.sessions_reap(now=later) == []
+    assert seats.sessions_reap(now=later) == []
     session.refresh_from_db()
     assert session.status == SessionStatus.STARTING
 
@@ -227,12 +227,12 @@ def test_the_reaper_reads_every_session_s_seats_in_a_constant_number_of_queries(
         seats.seat_attached(seat=session.seats.get(slot=0), channel="")
     soon = timezone.now() + timedelta(seconds=10)  # nobody idle yet: nothing to do
     with CaptureQueriesContext(connection) as two:
-        assert services.sessions_reap(now=soon) == []
+        assert seats.sessions_reap(now=soon) == []
     for _ in range(4):
         session, _ = _create(world, make_user())
         seats.seat_attached(seat=session.seats.get(slot=0), channel="")
     with CaptureQueriesContext(connection) as six:
-        assert services.sessions_reap(now=soon) == []
+        assert seats.sessions_reap(now=soon) == []
     assert len(six) == len(two)
 
 
@@ -245,7 +245,7 @@ def test_the_reaper_ends_sessions_past_the_maximum_length(
     seats.seat_attached(seat=session.seats.get(slot=0), channel="")
     later = timezone.now() + timedelta(seconds=601)
     services.session_touch_input(session_id=session.id, at=later)
-    services.sessions_reap(now=later)
+    seats.sessions_reap(now=later)
     session.refresh_from_db()
     assert session.end_reason == EndReason.MAX_LENGTH
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions import seats, services, tasks
+from sessions import seats, tasks
 from sessions.models import PlaySession, Seat, SessionStatus
 from tests.sessions.play_fixtures import make_user
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _session(world, player):
-    session, _ = services.session_create(
+    session, _ = seats.session_create(
         world_slug=world.slug, user=player, session_key="", client_ip="10.6.6.6"
     )
     return session

@@ -37,7 +37,7 @@ def test_the_world_model_renders_a_cover_for_a_world_without_one(owner, settings
 def test_an_uploaded_cover_is_never_replaced_by_a_render(owner):
     world = services.world_create(creator=owner, fields=SPEC, cover=upload(image_bytes("PNG")))
     name = world.cover.name
-    assert services.world_render_cover(world_id=world.pk) is True  # the reading alone
+    assert cover_render.world_render_cover(world_id=world.pk) is True  # the reading alone
     world.refresh_from_db()
     assert world.cover.name == name
     assert not world.cover_generated
@@ -58,7 +58,7 @@ def test_a_cover_uploaded_over_a_rendered_one_is_kept_and_the_old_file_goes(
             )
         covers.append(world.cover.name)
     assert not world.cover_generated
-    services.world_render_cover(world_id=world.pk)
+    cover_render.world_render_cover(world_id=world.pk)
     world.refresh_from_db()
     assert world.cover.name == covers[-1] and not world.cover_generated
     storage = world.cover.storage
@@ -66,7 +66,7 @@ def test_a_cover_uploaded_over_a_rendered_one_is_kept_and_the_old_file_goes(
 
 
 def test_rendering_for_a_deleted_world_is_skipped(db):
-    assert services.world_render_cover(world_id=987654) is False
+    assert cover_render.world_render_cover(world_id=987654) is False
 
 
 def test_no_render_is_queued_when_auto_render_is_off(
@@ -133,7 +133,7 @@ def test_a_new_prompt_is_rendered_again_and_the_page_says_what_the_model_makes_o
     with django_capture_on_commit_callbacks() as queued:
         world = services.world_create(creator=owner, fields=SPEC)
     assert len(queued) == 1
-    services.world_render_cover(world_id=world.pk)
+    cover_render.world_render_cover(world_id=world.pk)
     world.refresh_from_db()
     first = world.cover.name
     with django_capture_on_commit_callbacks() as queued:  # a new title renders nothing
@@ -146,7 +146,7 @@ def test_a_new_prompt_is_rendered_again_and_the_page_says_what_the_model_makes_o
     world.refresh_from_db()
     assert (world.model_reading, world.model_weights) == ({}, "")  # stale until rendered
     assert "What the world model makes of it" not in owner_client.get(f"/w/{world.slug}/").text
-    services.world_render_cover(world_id=world.pk)
+    cover_render.world_render_cover(world_id=world.pk)
     world.refresh_from_db()
     assert world.cover.name != first  # the old prompt's frame is gone
     assert world.model_reading["places"] == ["meadow"]

@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from tests.worlds.factories import make_user, make_world
-from worlds import services
+from worlds import services, trending
 from worlds.models import Like, Play, World
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ def test_recent_plays_outrank_old_ones(owner):
     fresh, stale = make_world(owner), make_world(owner)
     _play(fresh, ago=timedelta(hours=1), times=3)
     _play(stale, ago=timedelta(days=3), times=3)
-    services.trending_recompute()
+    trending.trending_recompute()
     fresh.refresh_from_db()
     stale.refresh_from_db()
     assert fresh.trending_score > stale.trending_score > 0
@@ -38,7 +38,7 @@ def test_a_like_weighs_more_than_a_play(owner, outsider):
     played, liked = make_world(owner), make_world(owner)
     _play(played, ago=timedelta(0))
     services.world_like(world=liked, user=outsider)
-    services.trending_recompute()
+    trending.trending_recompute()
     assert (
         World.objects.get(pk=liked.pk).trending_score
         > World.objects.get(pk=played.pk).trending_score
@@ -48,7 +48,7 @@ def test_a_like_weighs_more_than_a_play(owner, outsider):
 def test_activity_older_than_the_window_no_longer_counts(owner):
     world = make_world(owner, trending_score=5.0)
     _play(world, ago=timedelta(days=30))
-    services.trending_recompute()
+    trending.trending_recompute()
     world.refresh_from_db()
     assert world.trending_score == 0.0
 

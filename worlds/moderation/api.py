@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from worlds.moderation import selectors, services
+from worlds.moderation import policy, selectors, services
 from worlds.moderation.models import (
     ActionKind,
     Appeal,
@@ -25,7 +25,7 @@ class IsModerator(BasePermission):
     message = "Only moderators can do this."
 
     def has_permission(self, request, view) -> bool:
-        return selectors.is_moderator(request.user)
+        return policy.is_moderator(request.user)
 
 
 # --- Serializers ----------------------------------------------------------------------------
@@ -238,7 +238,7 @@ class SuspensionStatusApi(APIView):
         tags=["moderation"],
     )
     def get(self, request: Request) -> Response:
-        suspension = selectors.suspension_active(user=request.user)
+        suspension = policy.suspension_active(user=request.user)
         if suspension is None:
             return Response({"suspended": False, "until": None, "message": ""})
         return Response(

@@ -1,5 +1,7 @@
 """Moderation records: reports, actions, the append-only audit log, suspensions and appeals."""
 
+from typing import Never
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -145,10 +147,10 @@ class ModerationAction(models.Model):
 
 
 class AuditQuerySet(models.QuerySet):
-    def update(self, **kwargs):
+    def update(self, **kwargs) -> Never:
         raise PermissionError("The audit log is append-only.")
 
-    def delete(self):
+    def delete(self) -> Never:
         raise PermissionError("The audit log is append-only.")
 
 
@@ -183,17 +185,17 @@ class AuditEntry(models.Model):
     def __str__(self) -> str:
         return f"{self.actor_name} {self.action} {self.target_type} {self.target_id}"
 
-    def save(self, *args, **kwargs):
+    def save(self, *args, **kwargs) -> None:
         if not self._state.adding:
             raise PermissionError("The audit log is append-only.")
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):
+    def delete(self, *args, **kwargs) -> Never:
         raise PermissionError("The audit log is append-only.")
 
 
 class SuspensionQuerySet(models.QuerySet):
-    def active(self, *, now=None):
+    def active(self, *, now=None) -> "SuspensionQuerySet":
         now = now or timezone.now()
         return self.filter(lifted_at=None).filter(Q(ends_at=None) | Q(ends_at__gt=now))
 

@@ -1,8 +1,9 @@
 """What the catalog, the accounts and play ask of moderation, and nothing else.
 
-The one door into moderation for code outside it: may this user act, may this text be shown
-or applied, put a held world in the queue, remember a live prompt. Imports neither the sessions
-app nor `moderation.services` (which ends sessions), so no import circle runs through it.
+The one door into moderation for code outside it: is this user a moderator or suspended, may
+this text be shown or applied, put a held world in the queue, remember a live prompt. It holds
+the reads that play and the catalog need itself and imports neither the sessions app nor
+moderation's selectors or services (which read and end sessions), so no circle runs through it.
 """
 
 from __future__ import annotations
@@ -20,18 +21,13 @@ from worlds.moderation import screening
 from worlds.moderation.audit import Target, audit_record
 from worlds.moderation.models import (
     ActionKind,
+    ModerationAction,
     Report,
     ReportReason,
     ReportStatus,
     Suspension,
     TargetType,
 )
-
-# Play asks it too (may this user remove a player from a session): re-exported.
-from worlds.moderation.selectors import is_moderator as is_moderator
-from worlds.moderation.selectors import prompt_cache_key, suspension_active
-from worlds.moderation.selectors import session_for_moderator as _session_for_moderator
-from worlds.moderation.selectors import unlisted_by_moderation as unlisted_by_moderation
 
 # A world's text that screening reads, in the order a form shows it (errors name the field).
 WORLD_TEXT_FIELDS = (
@@ -45,6 +41,44 @@ WORLD_TEXT_FIELDS = (
     "character_examples",
 )
 RECENT_PROMPTS = 20
+MODERATE_PERMISSION = "moderation.moderate"
+
+
+# --- Who may act ----------------------------------------------------------------------------
+
+
+def is_moderator(user) -> bool:
+    """Moderators remove players, oversee private sessions and work the queue."""
+    return bool(user is not None and user.is_authenticated and user.has_perm(MODERATE_PERMISSION))
+
+
+def unlisted_by_moderation(world: World) -> bool:
+    """Whether a moderator's unlisting of the world still stands (no restore or removal came
+    after it): its creator may not list it again."""
+    last = (
+        ModerationAction.objects.filter(
+            world=world,
+            kind__in=(ActionKind.UNLIST, ActionKind.RESTORE, ActionKind.REMOVE),
+        )
+        .order_by("-created_at", "-pk")
+        .values_list("kind", flat=True)
+        .first()
+    )
+    return last == ActionKind.UNLIST
+
+
+def suspension_active(*, user) -> Suspension | None:
+    """The suspension that blocks this user now (the longest one if several), or None."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    active = list(Suspension.objects.active().filter(user=user))
+    if not active:
+        return None
+    return max(active, key=lambda s: (s.ends_at is None, s.ends_at or s.starts_at))
+
+
+def prompt_cache_key(session_id) -> str:
+    return f"moderation:prompts:{session_id}"
 
 
 class UserSuspended(PermissionDenied):
@@ -143,11 +177,6 @@ def prompt_record(*, session_id, text: str, status: str) -> None:
     recent.insert(0, {"text": text[:300], "status": status, "at": timezone.now().isoformat()})
     timeout = settings.SESSION_MAX_SECONDS + 3600
     cache.set(key, recent[:RECENT_PROMPTS], timeout=timeout)
-
-
-def session_for_moderator(*, user, session_id):
-    """Any session (private ones too) when the viewer is a moderator; None otherwise."""
-    return _session_for_moderator(user=user, session_id=session_id)
 
 
 def player_removal_record(*, moderator, session, name: str, reason: str) -> None:

@@ -26,38 +26,7 @@ from worlds.moderation.models import (
     Suspension,
     TargetType,
 )
-
-MODERATE_PERMISSION = "moderation.moderate"
-
-
-def is_moderator(user) -> bool:
-    return bool(user is not None and user.is_authenticated and user.has_perm(MODERATE_PERMISSION))
-
-
-def unlisted_by_moderation(world: World) -> bool:
-    """Whether a moderator's unlisting of the world still stands (no restore or removal came
-    after it): its creator may not list it again."""
-    last = (
-        ModerationAction.objects.filter(
-            world=world,
-            kind__in=(ActionKind.UNLIST, ActionKind.RESTORE, ActionKind.REMOVE),
-        )
-        .order_by("-created_at", "-pk")
-        .values_list("kind", flat=True)
-        .first()
-    )
-    return last == ActionKind.UNLIST
-
-
-def suspension_active(*, user) -> Suspension | None:
-    """The suspension that blocks this user now (the longest one if several), or None."""
-    if user is None or not getattr(user, "is_authenticated", False):
-        return None
-    active = list(Suspension.objects.active().filter(user=user))
-    if not active:
-        return None
-    return max(active, key=lambda s: (s.ends_at is None, s.ends_at or s.starts_at))
-
+from worlds.moderation.policy import prompt_cache_key, suspension_active
 
 # --- Targets by key ---------------------------------------------------------------------------
 # Reports, actions and the API name a world by slug or pk, a user by username or pk, a session
@@ -332,15 +301,6 @@ def live_sessions() -> list[PlaySession]:
     )
 
 
-def prompt_cache_key(session_id) -> str:
-    return f"moderation:prompts:{session_id}"
-
-
 def recent_prompts(*, session_id, limit: int = 10) -> list[dict]:
     """The latest in-world prompts of a session, newest first (see policy.prompt_record)."""
     return list(cache.get(prompt_cache_key(session_id)) or [])[:limit]
-
-
-def session_for_moderator(*, user, session_id) -> PlaySession | None:
-    """Any session (private ones too) when the viewer is a moderator; None otherwise."""
-    return session_by_key(str(session_id)) if is_moderator(user) else None

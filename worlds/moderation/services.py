@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from sessions import seats
 from sessions import services as session_services
 from sessions.models import EndReason, PlaySession, Recording
 from worlds import ratelimit
@@ -33,14 +34,16 @@ from worlds.moderation.models import (
     Suspension,
     TargetType,
 )
-from worlds.moderation.policy import ensure_not_suspended
-from worlds.moderation.selectors import (
+from worlds.moderation.policy import (
+    ensure_not_suspended,
     is_moderator,
+    suspension_active,
+    unlisted_by_moderation,
+)
+from worlds.moderation.selectors import (
     recording_by_key,
     session_by_key,
-    suspension_active,
     target_keys,
-    unlisted_by_moderation,
     user_by_key,
     world_by_key,
     world_removal,
@@ -269,8 +272,6 @@ def _visible_for_report(world: World) -> bool:
 
 # --- Actions --------------------------------------------------------------------------------
 
-WORLD_ACTIONS = {ActionKind.UNLIST, ActionKind.REMOVE, ActionKind.RESTORE, ActionKind.REJECT_APPEAL}
-USER_ACTIONS = {ActionKind.WARN, ActionKind.SUSPEND, ActionKind.UNSUSPEND}
 MODERATOR_ACTIONS = (
     ActionKind.DISMISS,
     ActionKind.UNLIST,
@@ -524,9 +525,7 @@ def _after_commit(*, kind: str, target: Target, reason: str) -> None:
             world=target.world, reason=EndReason.MODERATOR, message=message
         )
     elif kind == ActionKind.SUSPEND:
-        session_services.session_end_for_player(
-            user=target.user, reason=EndReason.MODERATOR, message=message
-        )
+        seats.session_end_for_player(user=target.user, reason=EndReason.MODERATOR, message=message)
 
 
 # --- Appeals --------------------------------------------------------------------------------

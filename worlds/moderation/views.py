@@ -22,7 +22,7 @@ def moderator_required(view: Callable) -> Callable:
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs):
-        if not selectors.is_moderator(request.user):
+        if not policy.is_moderator(request.user):
             raise PermissionDenied("Only moderators can see this page.")
         return view(request, *args, **kwargs)
 

@@ -5,6 +5,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from rest_framework.test import APIClient
 
+from sessions import seats
 from sessions import services as session_services
 from sessions.models import PlaySession, SessionStatus
 from tests.worlds.factories import make_user, make_world
@@ -59,7 +60,7 @@ def surfaces(world: World, client) -> dict[str, bool]:
 
 def _can_start(world: World, viewer) -> bool:
     try:
-        session, _ = session_services.session_create(
+        session, _ = seats.session_create(
             world_slug=world.slug, user=viewer, session_key="", client_ip=None
         )
     except (World.DoesNotExist, ValidationError, PermissionDenied):

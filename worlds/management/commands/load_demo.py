@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from worlds import services
+from worlds import services, trending
 from worlds.models import World
 
 DEMO_USERNAME = "parallax"
@@ -214,5 +214,5 @@ class Command(BaseCommand):
                 for _ in range((index * 7) % 11):
                     services.world_record_play(world=world)
             created += 1
-        services.trending_recompute()
+        trending.trending_recompute()
         self.stdout.write(f"Demo content: {created} new worlds, {len(DEMO_WORLDS)} in the set.")

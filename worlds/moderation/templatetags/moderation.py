@@ -4,14 +4,14 @@ removal notice on a world's page."""
 from django import template
 
 from inference.world.spec import avatar_hex
-from worlds.moderation import selectors
+from worlds.moderation import policy, selectors
 
 register = template.Library()
 
 
 @register.filter
 def is_moderator(user) -> bool:
-    return selectors.is_moderator(user)
+    return policy.is_moderator(user)
 
 
 @register.filter
@@ -21,7 +21,7 @@ def avatar_color(slot) -> str:
 
 
 @register.inclusion_tag("moderation/_suspension_banner.html", takes_context=True)
-def suspension_banner(context):
+def suspension_banner(context) -> dict:
     request = context.get("request")
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
@@ -30,5 +30,5 @@ def suspension_banner(context):
 
 
 @register.inclusion_tag("moderation/_removal_notice.html")
-def removal_notice(world):
+def removal_notice(world) -> dict:
     return {"world": world, "removal": selectors.world_removal(world=world)}

@@ -9,14 +9,14 @@ from worlds.moderation.screening import evaluation, semantic
 class Command(BaseCommand):
     help = "Measure text screening on a labelled split of screening/data/ (recall, precision, FP)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser) -> None:
         parser.add_argument("--split", default="eval", choices=evaluation.splits())
         parser.add_argument(
             "--sweep", action="store_true", help="Search thresholds on this split (use tune)."
         )
         parser.add_argument("--max-fp", type=float, default=0.05)
 
-    def handle(self, *args, split: str, sweep: bool, max_fp: float, **options):
+    def handle(self, *args, split: str, sweep: bool, max_fp: float, **options) -> None:
         scored = evaluation.score(evaluation.load_rows(split))
         model = semantic.classifier()
         thresholds = {"hold": round(model.hold, 3), "block": round(model.block, 3)}

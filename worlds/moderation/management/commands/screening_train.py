@@ -10,14 +10,14 @@ from worlds.moderation.screening import semantic, training
 class Command(BaseCommand):
     help = "Train the screening classifier on the example sets and the tuning split."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser) -> None:
         # One flag per TrainingConfig field (--hold-fp, --balance-power, ...), its default included.
         for field in dataclasses.fields(training.TrainingConfig):
             flag = "--" + field.name.replace("_", "-")
             parser.add_argument(flag, type=float, default=field.default)
         parser.add_argument("--out", default=str(semantic.CLASSIFIER_PATH))
 
-    def handle(self, *args, out: str, **options):
+    def handle(self, *args, out: str, **options) -> None:
         names = [field.name for field in dataclasses.fields(training.TrainingConfig)]
         config = training.TrainingConfig(**{name: options[name] for name in names})
         self.stdout.write(f"embedding the training phrases and cross-validating ({config}) …")
