@@ -388,8 +388,10 @@ class EngineCore:
             recorder.world(entries)
             recorder.checkpoint(world, frames, now)
 
-    def recording_part(self, session: LiveSession, now: float, *, final: bool = False):
-        """-> (key, bytes) of the session's next recording part, or None (not recorded)."""
+    def recording_part(
+        self, session: LiveSession, now: float, *, final: bool = False
+    ) -> tuple[str, bytes] | None:
+        """The (key, bytes) of the session's next recording part, or None (not recorded)."""
         recorder = session.recorder
         if recorder is None or recorder.ended:
             return None

@@ -55,7 +55,7 @@ def start_tracemalloc_reports(every_s: float, out) -> None:
 class Command(BaseCommand):
     help = "Run an inference worker: load the world model once and serve live play sessions."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser) -> None:
         parser.add_argument("--device", default=settings.INFERENCE_DEVICE, help="cpu or cuda:N")
         parser.add_argument("--capacity", type=int, default=settings.INFERENCE_CAPACITY)
         parser.add_argument("--name", default=f"{socket.gethostname()}-{os.getpid()}")
@@ -65,7 +65,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--weights", default=None, help="weights file (default: shipped)")
 
-    def handle(self, *args, **options):
+    def handle(self, *args, **options) -> None:
         if not settings.REDIS_URL:
             raise CommandError(
                 "REDIS_URL is not set: separate workers share placement through Redis. "
