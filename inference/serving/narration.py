@@ -22,8 +22,7 @@ from inference.narrative.runner import GenerationRunner, QueueFull
 from inference.serving import messages as m
 from inference.serving.core import EngineCore
 from inference.serving.outbox import Outbox
-from inference.serving.session import Camera, LiveSession, SessionStatus
-from inference.serving.votes import Refusal
+from inference.serving.session import Camera, LiveSession, Refusal, SessionStatus
 
 log = logging.getLogger(__name__)
 

@@ -4,23 +4,15 @@ only). Plain functions on ``LiveSession``, and ``StoryVotes``, their clock on th
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import NamedTuple
 
 from inference.narrative import engine as narrative
 from inference.serving import messages as m
-from inference.serving.session import Ballot, LiveSession
+from inference.serving.session import Ballot, LiveSession, Refusal
 
 # Audience votes go out as one tally this often at most: each re-sent the pair to every socket
 # of the session, so a spectator voting 60 times a second made 60 broadcasts a second.
 AUDIENCE_TALLY_EVERY_S = 0.5
 MAX_AUDIENCE = 10_000  # spectators counted per pair; later ones may change a vote, not add one
-
-
-class Refusal(NamedTuple):
-    """Why a player's message is refused: an error to the sender alone."""
-
-    code: str
-    message: str
 
 
 NO_STORY = Refusal("unsupported", "No story in this world.")
