@@ -730,15 +730,14 @@ async def live_players(
     the reply. ``report(result)`` is called before the worker is stopped."""
     from channels.layers import InMemoryChannelLayer
 
+    from inference.serving.config import WorkerConfig
     from inference.serving.placement import InMemoryPlacement
     from inference.serving.worker import InferenceWorker
 
     layer = InMemoryChannelLayer(capacity=1000)
     placement = InMemoryPlacement()
-    worker = InferenceWorker(
-        name="bench", channel_layer=layer, placement=placement, capacity=PLAYERS, fps=FPS,
-        narrator=narrator,
-    )  # fmt: skip
+    config = WorkerConfig(name="bench", capacity=PLAYERS, fps=FPS)
+    worker = InferenceWorker(config, channel_layer=layer, placement=placement, narrator=narrator)
     task = asyncio.create_task(worker.run(), name="worker.run()")
     players = [
         Player(str(uuid.uuid4()), i, PERSONAS[i % len(PERSONAS)]["name"])

@@ -13,6 +13,7 @@ import logging
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from inference.serving.config import WorkerConfig
 from sessions import seats
 from sessions.worker_client import get_placement, screen_generated_line
 from sessions.world_store import StorageWorldStore
@@ -42,24 +43,30 @@ async def ensure_started() -> None:
         from inference.serving.worker import InferenceWorker
 
         _worker = InferenceWorker(
-            name="inprocess",
-            device=settings.INFERENCE_DEVICE,
-            capacity=settings.INFERENCE_CAPACITY,
-            fps=settings.INFERENCE_FPS,
-            threads=settings.INFERENCE_THREADS,
+            _config_from_settings(),
             channel_layer=get_channel_layer(),
             placement=get_placement(),
             screen=screen_generated_line,
             world_store=StorageWorldStore(),
-            record=settings.RECORD_SESSIONS,
-            weights_digest=weights_digest(),
-            vote_window_s=settings.STORY_VOTE_SECONDS,
         )
         # Not awaited: loading the model takes seconds; queued sessions start once it registers.
         _worker_task = asyncio.get_running_loop().create_task(_worker.run())
         log.info("starting the in-process inference worker")
     if _reaper is None or _reaper.done():
         _reaper = asyncio.get_running_loop().create_task(_reap_forever())
+
+
+def _config_from_settings() -> WorkerConfig:
+    return WorkerConfig(
+        name="inprocess",
+        device=settings.INFERENCE_DEVICE,
+        capacity=settings.INFERENCE_CAPACITY,
+        fps=settings.INFERENCE_FPS,
+        threads=settings.INFERENCE_THREADS,
+        record=settings.RECORD_SESSIONS,
+        weights_digest=weights_digest(),
+        vote_window_s=settings.STORY_VOTE_SECONDS,
+    )
 
 
 async def stop() -> None:

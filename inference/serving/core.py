@@ -126,6 +126,23 @@ class EngineCore:
         """Seated players (cameras) held here: what a worker's capacity counts."""
         return sum(len(s.cameras) for s in self.sessions.values())
 
+    def stats(self) -> dict:
+        """The loop's and the engine's counters, for the worker's stats line."""
+        engine = self.engine
+        return {
+            "players": self.cameras(),
+            "fps": round(self.achieved_fps, 2),
+            "chunk_cap": self.controller.cap,
+            "frames_sent": self.frames_sent,
+            "frames_discarded": sum(
+                c.frames_discarded for s in self.sessions.values() for c in s.cameras.values()
+            ),
+            "terrain_late_chunks": engine.late_chunks,
+            "terrain_ahead_chunks": engine.ahead_chunks,
+            "terrain_held_frames": engine.held_frames,
+            "terrain_moved_frames": engine.moved_frames,
+        }
+
     def go_live(self, session: LiveSession, now: float) -> None:
         session.status = SessionStatus.LIVE
         for camera in session.cameras.values():
@@ -371,8 +388,10 @@ class EngineCore:
             recorder.world(entries)
             recorder.checkpoint(world, frames, now)
 
-    def recording_part(self, session: LiveSession, now: float, *, final: bool = False):
-        """-> (key, bytes) of the session's next recording part, or None (not recorded)."""
+    def recording_part(
+        self, session: LiveSession, now: float, *, final: bool = False
+    ) -> tuple[str, bytes] | None:
+        """The (key, bytes) of the session's next recording part, or None (not recorded)."""
         recorder = session.recorder
         if recorder is None or recorder.ended:
             return None

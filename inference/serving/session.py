@@ -10,6 +10,7 @@ thread changes these fields.
 import enum
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 class SessionStatus(enum.Enum):
@@ -65,6 +66,13 @@ class Ballot:
         if audience[0] != audience[1]:
             return 0 if audience[0] > audience[1] else 1
         return next(iter(self.players.values()), 0)
+
+
+class Refusal(NamedTuple):
+    """Why a player's message is refused: an error to the sender alone."""
+
+    code: str
+    message: str
 
 
 EVENTS_REPLAYED = 12

@@ -28,8 +28,8 @@ async def test_the_embedded_worker_screens_what_its_model_writes(settings, monke
     started = {}
 
     class Worker:
-        def __init__(self, **options):
-            started.update(options)
+        def __init__(self, config, **options):
+            started.update(options, config=config)
 
         async def run(self):
             return None
@@ -41,6 +41,7 @@ async def test_the_embedded_worker_screens_what_its_model_writes(settings, monke
     monkeypatch.setattr(embedded, "_reap_forever", _no_reaping)
     await embedded.ensure_started()
     assert started["screen"] is worker_client.screen_generated_line
+    assert started["config"].vote_window_s == settings.STORY_VOTE_SECONDS
 
 
 async def _no_reaping():

@@ -19,6 +19,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from inference.serving.config import WorkerConfig
 from inference.serving.placement import RedisPlacement
 from inference.serving.worker import InferenceWorker
 from sessions.worker_client import screen_generated_line
@@ -79,20 +80,23 @@ class Command(BaseCommand):
         asyncio.run(self._serve(options))
 
     async def _serve(self, options) -> None:
-        worker = InferenceWorker(
+        config = WorkerConfig(
             name=options["name"],
-            channel_layer=get_channel_layer(),
-            placement=RedisPlacement(settings.REDIS_URL),
             device=options["device"],
             capacity=options["capacity"],
             fps=options["fps"],
             threads=options["threads"],
             weights=options["weights"],
-            screen=screen_generated_line,
-            world_store=StorageWorldStore(),
             record=settings.RECORD_SESSIONS,
             weights_digest=weights_digest(),
             vote_window_s=settings.STORY_VOTE_SECONDS,
+        )
+        worker = InferenceWorker(
+            config,
+            channel_layer=get_channel_layer(),
+            placement=RedisPlacement(settings.REDIS_URL),
+            screen=screen_generated_line,
+            world_store=StorageWorldStore(),
         )
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -8,7 +8,7 @@ from inference.serving.core import EngineCore
 from inference.serving.frames import decode_header, frame_jpeg
 from inference.serving.messages import Event
 from inference.serving.session import Camera, LiveSession, SessionStatus
-from inference.world import spec as ws
+from inference.world import spec
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_text_the_model_cannot_do_is_unsupported_with_suggestions_not_rejected(c
     _cam(session).events.append((3, "the crowd goes wild"))
     ((_, answer),) = _step(core, now=1.0).events
     assert answer.status == "unsupported" and answer.reason
-    plain = {p for by in ws.EVENT_PHRASES.values() for p in by.values()}
+    plain = {p for by in spec.EVENT_PHRASES.values() for p in by.values()}
     assert len(answer.suggest) == 4 and set(answer.suggest) <= plain
     # a horse, which the model once lacked, now comes from the open vocabulary
     _cam(session).events.append((4, "a horse gallops by"))

@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from inference.serving import messages as m
+from inference.serving.config import WorkerConfig
 from inference.serving.frames import FLAG_RESTORED
 from inference.serving.session import Camera
 from inference.serving.snapshot import unpack_snapshot
-from inference.serving.worker import MAX_EVENTS_QUEUED, InferenceWorker
+from inference.serving.worker import MAX_EVENTS_QUEUED
 from tests.inference.serving.worker_support import (
     GroupListener,
     attach_message,
@@ -41,7 +42,7 @@ async def test_it_runs_torch_on_the_threads_it_was_given(layer, placement, engin
     finally:
         torch.set_num_threads(before)
     with pytest.raises(ValueError, match="threads"):
-        InferenceWorker(name="w", channel_layer=layer, placement=placement, threads=0)
+        WorkerConfig(name="w", threads=0)
 
 
 async def test_it_streams_numbered_jpeg_frames_to_the_session_group(

@@ -12,7 +12,7 @@ import pytest
 from inference.narrative import engine as narrative
 from inference.narrative.backends import EmbeddedLM
 from inference.narrative.narrator import GRAMMAR, Narrator
-from inference.world import spec as ws
+from inference.world import spec
 from tests.inference.narrative.lm_support import gemma, smollm2  # noqa: F401
 from tests.inference.serving.test_worker_narrative import (
     character_attach,
@@ -160,7 +160,7 @@ async def test_the_card_is_read_while_the_greeting_shows_so_the_first_reply_read
             await asyncio.sleep(0.05)
         (read,) = since()
         world = worker.engine.worlds[worker.sessions[session_id].world_id]
-        world.weather = ws.WEATHERS.index("thunderstorm")  # the world changes meanwhile
+        world.weather = spec.WEATHERS.index("thunderstorm")  # the world changes meanwhile
         await say(layer, worker, session_id, "is the water deep here?")
         await listener.next(kind_is("session.say"))  # the echo
         reply = await listener.next(lambda m: m["type"] == "session.say" and not m.get("partial"))

@@ -11,6 +11,7 @@ import redis
 import simplejpeg
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
+from inference.serving.config import WorkerConfig
 from inference.serving.frames import decode_header, frame_jpeg
 from inference.serving.messages import camera_group, session_group, worker_channel
 from inference.serving.placement import RedisPlacement
@@ -132,9 +133,18 @@ def attach_message(session_id: str, *, prompt="a sunny meadow with a pond", seed
 
 
 @contextlib.asynccontextmanager
-async def running_worker(*, layer, placement, engine, name=None, **options):
+async def running_worker(
+    *, layer, placement, engine, name=None, narrator=None, screen=None, world_store=None, **config
+):
+    """A started worker; `config`: its ``WorkerConfig`` fields."""
     worker = InferenceWorker(
-        name=name or unique("w"), channel_layer=layer, placement=placement, engine=engine, **options
+        WorkerConfig(name=name or unique("w"), **config),
+        channel_layer=layer,
+        placement=placement,
+        engine=engine,
+        narrator=narrator,
+        screen=screen,
+        world_store=world_store,
     )
     task = asyncio.create_task(worker.run())
     try:
