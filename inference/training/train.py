@@ -101,8 +101,9 @@ def to_t(x, dtype=torch.long, device="cpu") -> torch.Tensor:
 
 def text_dataset(cfg: TrainConfig) -> dict[str, torch.Tensor]:
     """Embedded phrasings with labels, cached on disk (MiniLM costs a minute on 2 cores)."""
-    # the phrasing banks' own hash in the name: a widened bank is embedded again
-    banks = hashlib.sha256(Path(sim.phrasing.__file__).read_bytes()).hexdigest()[:8]
+    # the phrasing code's and banks' hash in the name: a widened bank is embedded again
+    sources = (Path(sim.phrasing.__file__), sim.phrasing.BANKS_FILE)
+    banks = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:8]
     cache = Path(cfg.checkpoint).with_name(
         f"text_v{ws.MODEL_VERSION}_{cfg.seed}_{cfg.n_prompts}_{cfg.n_events}_{banks}.pt"
     )
