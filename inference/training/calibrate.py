@@ -18,7 +18,7 @@ import torch
 from tqdm import tqdm
 
 from inference.training import simulator as sim
-from inference.training.evaluate import kind_counts, simulator_kind_mix, total_variation
+from inference.training.evaluation.prompts import kind_counts, simulator_kind_mix, total_variation
 from inference.world import spec as ws
 from inference.world.engine import WorldEngine
 from inference.world.model import WorldModel
