@@ -6,11 +6,11 @@ frame rate of 8 live players while they chat both ways beside the same without c
         [--no-screen] [--stories N]
 
 Every generated line (each partial of a reply too) passes moderation's play screening, as in
-the worker (``--no-screen``: none, as the bench did before December 2).
+the worker (``--no-screen``: none).
 
 Part 1 first times a pick alone (``pick_waits``): its line and next pair written one after the
-other, as the worker did before December 6, beside the same with the line written beside the
-pair (``Narrator.offer`` with the pick). Then it drives the narrator through the worker's own
+other, beside the same with the line written beside the pair (``Narrator.offer`` with the
+pick). Then it drives the narrator through the worker's own
 generation runner (``NARRATIVE_LM_CONCURRENCY`` jobs at once, never two of a session), each
 session asking for its next pair (after picking the first option: the pick's line too, as the
 worker asks) or reply as soon as the last one came back; for replies also the time to the
@@ -46,6 +46,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -59,7 +60,7 @@ from inference.narrative.narrator import Narrator  # noqa: E402
 from inference.world import text as text_encoder  # noqa: E402
 
 
-def play_screen():
+def play_screen() -> Callable[[str], bool]:
     """The screening the worker passes its narrator (``sessions.worker_client``): every partial
     and final line through moderation's blocklist and MiniLM layers, on the generation threads."""
     import django

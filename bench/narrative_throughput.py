@@ -9,6 +9,7 @@ import statistics
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import wait
 
 from inference.narrative import engine
@@ -50,10 +51,10 @@ class FirstPiece:
     def first(self) -> float | None:
         return getattr(self._job, "first", None)
 
-    def complete(self, prompt, sampling):
+    def complete(self, prompt, sampling) -> Iterator[str]:
         yield from self._timed(self.lm.complete(prompt, sampling))
 
-    def chat(self, messages, sampling, prefill=""):
+    def chat(self, messages, sampling, prefill="") -> Iterator[str]:
         yield from self._timed(self.lm.chat(messages, sampling, prefill=prefill))
 
     def _timed(self, pieces):
@@ -243,7 +244,7 @@ def first_replies(narrator: Narrator, rounds: int = 2) -> dict[str, list[float]]
 
 def pick_waits(narrator: Narrator, rounds: int = 2) -> dict[str, list[float]]:
     """One session alone, the wait from a pick to its line and the next pair: the line written
-    and then the pair (``narrate``, then ``offer``: the worker before December 6) or the line
+    and then the pair (``narrate``, then ``offer``) or the line
     beside the pair (``offer`` with the pick), each from the same pick, in turns."""
     out: dict[str, list[float]] = {"in turn": [], "beside": []}
     for k in range(rounds):

@@ -20,8 +20,8 @@ class TrainConfig:
     batch_gen: int = 32  # 16x16 token windows per step for the generator
     batch_cls: int = 16  # 128x128 frames per step for the classifier and the codec encoder
     # The judge's frames: a share from mixed worlds, and a share whose tile kinds are remapped
-    # (`remap_kinds`). 0.6 and 0.5 were tried on the shipped judge (December 4): truer on
-    # simulator frames, but the demo cover of Roots Below (a dark one-kind cave) read as forest
+    # (`remap_kinds`). Larger shares make the judge truer on simulator frames but misread dark
+    # one-kind worlds (a cave as forest)
     cls_mixed: float = 0.3
     cls_remap: float = 0.0
     batch_text: int = 256  # phrasings per step for the text heads

@@ -62,8 +62,8 @@ SIZES = {
     "codec": 36,  # frames, 4 per atmosphere
     "action": 12,  # worlds
     "revisit": 16,  # worlds, 2 per non-clear atmosphere
-    # worlds, 18 per biome, 32 per atmosphere (64 left the figure +-4 points; at 144 a row held
-    # about 11 worlds, and a new judge alone moved rows by 20 points)
+    # worlds, 18 per biome, 32 per atmosphere: fewer leave each per-concept row too noisy to
+    # compare two models by
     "prompt": 288,
     "event_rounds": 3,  # rounds of one event per value of every kind (39 values)
     "long_worlds": 16,  # one per biome
@@ -176,8 +176,7 @@ def main(argv=None) -> None:
     parser.add_argument("--json", help="write the figures to this path")
     parser.add_argument("--quick", action="store_true", help="fewer worlds and frames (smoke run)")
     # One thread by default: the tensor ops are small and a second OpenMP thread mostly adds
-    # sync stalls (on the shared 2-core machine: quick run 312 s on two threads, 78 s on one;
-    # the codec 12 s a frame against 0.9 s; fps_batch_32 116 s against 3 s).
+    # sync stalls on a shared machine.
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     began = time.time()
