@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from bench.narrative_throughput import (
     FPS,
@@ -78,7 +79,7 @@ class Watchdog:
         sys.stderr.flush()
 
 
-def run_bounded(main, watchdog: Watchdog):
+def run_bounded(main, watchdog: Watchdog) -> tuple[Any, list[str]]:
     """asyncio.run(main), with a bounded end: asyncio.run waits without a bound for the default
     executor's threads (Python 3.11), so one thread stuck in a worker's ``to_thread`` call would
     hold the bench after its last table. -> main's result, and the names of threads left."""
@@ -153,7 +154,7 @@ def frame_groups(session_id: str) -> list[str]:
     return groups
 
 
-async def while_alive(awaitable, watched: list[asyncio.Task]):
+async def while_alive(awaitable, watched: list[asyncio.Task]) -> Any:
     """Await ``awaitable``; if a watched task (the worker's ``run()``, a listener) ends first,
     raise WorkerDied from its exception instead of waiting on a worker that is gone."""
     job = asyncio.ensure_future(awaitable)

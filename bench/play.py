@@ -40,7 +40,7 @@ from bench.play_players import run_players  # noqa: E402
 from bench.play_stack import Stack, make_players, prepare_database, seats_needed  # noqa: E402
 
 
-def parse_args():
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument(

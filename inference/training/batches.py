@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from inference.training import simulator as sim
 from inference.training.config import TrainConfig
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.model import (
     EVENT_HEADS,
     LIGHT_STEPS,
@@ -36,7 +36,7 @@ def text_dataset(cfg: TrainConfig) -> dict[str, torch.Tensor]:
     sources = (Path(sim.phrasing.__file__), sim.phrasing.BANKS_FILE)
     banks = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:8]
     cache = Path(cfg.checkpoint).with_name(
-        f"text_v{ws.MODEL_VERSION}_{cfg.seed}_{cfg.n_prompts}_{cfg.n_events}_{banks}.pt"
+        f"text_v{spec.MODEL_VERSION}_{cfg.seed}_{cfg.n_prompts}_{cfg.n_events}_{banks}.pt"
     )
     if cache.exists():
         return torch.load(cache)
@@ -88,8 +88,8 @@ def biome_target(biome, biome2, mix) -> torch.Tensor:
     """(B, n_biomes) share of each biome: one-hot, or two with the second's share ``mix``."""
     biome, biome2 = torch.as_tensor(biome).long(), torch.as_tensor(biome2).long()
     mix = torch.as_tensor(mix, dtype=torch.float32) * (biome2 >= 0)
-    out = F.one_hot(biome, len(ws.BIOMES)).float() * (1 - mix)[:, None]
-    return out + F.one_hot(biome2.clamp(min=0), len(ws.BIOMES)).float() * mix[:, None]
+    out = F.one_hot(biome, len(spec.BIOMES)).float() * (1 - mix)[:, None]
+    return out + F.one_hot(biome2.clamp(min=0), len(spec.BIOMES)).float() * mix[:, None]
 
 
 class PromptIndex:
@@ -115,9 +115,11 @@ class PromptIndex:
         return out
 
 
-def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel, prompts, device):
+def generator_batch(
+    rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel, prompts, device
+) -> tuple:
     """Context with dropped neighbours, self-forced context, masked centre -> (inputs, targets)."""
-    m, c = mcfg.gen_margin, ws.CHUNK
+    m, c = mcfg.gen_margin, spec.CHUNK
     tokens, spawn, biome, biome2, mix = sim.random_windows(rng, cfg.batch_gen, margin=m)
     tokens, spawn = to_t(tokens, device=device), to_t(spawn, device=device)
     probs = biome_target(biome, biome2, mix).to(device)
@@ -131,7 +133,7 @@ def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel,
     if sf.any():
         hole = (torch.rand(b, s, s, device=device) < 0.4) & ~centre & sf[:, None, None]
         sel = sf.nonzero()[:, 0]
-        probe = torch.where(hole | centre, ws.MASK_TOKEN, ctx)[sel]
+        probe = torch.where(hole | centre, spec.MASK_TOKEN, ctx)[sel]
         with torch.no_grad():
             logits = model.generator(probe, spawn[sel], probs[sel], text[sel])
             u = torch.rand_like(logits).clamp(1e-9, 1 - 1e-9)
@@ -149,12 +151,12 @@ def generator_batch(rng, cfg: TrainConfig, mcfg: ModelConfig, model: WorldModel,
         | (drop[:, 2, None, None] & top)
         | (drop[:, 3, None, None] & bottom)
     )
-    ctx = torch.where(unknown, ws.UNKNOWN_TOKEN, ctx)
+    ctx = torch.where(unknown, spec.UNKNOWN_TOKEN, ctx)
     # MaskGIT: mask a cosine-scheduled share of the centre
     ratio = torch.cos(math.pi / 2 * torch.rand(b, device=device))[:, None, None]
     masked = (torch.rand(b, s, s, device=device) < ratio) & centre
     masked[:, m, m] |= ~masked.flatten(1).any(1)  # at least one cell to predict
-    ctx = torch.where(masked, ws.MASK_TOKEN, ctx)
+    ctx = torch.where(masked, spec.MASK_TOKEN, ctx)
     return ctx, spawn, probs, text, tokens, masked
 
 
@@ -174,10 +176,10 @@ def remap_kinds(rng, scene: sim.Scene, share: float) -> None:
     to the simulator's mix read a rocky canyon at noon as dusk."""
     if share <= 0:  # draws nothing: the batches of a run without remapping stay as they were
         return
-    k = len(ws.TILE_KINDS)
+    k = len(spec.TILE_KINDS)
     for i in np.nonzero(rng.random(len(scene.tokens)) < share)[0]:
         tok = scene.tokens[i]
-        tile = tok < ws.BIOME_TOKENS
+        tile = tok < spec.BIOME_TOKENS
         kinds = rng.integers(0, k, k)  # old kind -> new kind
         tok[tile] = tok[tile] // k * k + kinds[tok[tile] % k]
 
@@ -190,11 +192,11 @@ def frame_biome(cells: torch.Tensor) -> torch.Tensor:
 def cell_biomes(scene: sim.Scene, cell: int = 16) -> np.ndarray:
     """(B, n_biomes + 1, F / cell, F / cell) float32: the share of each 16x16 cell's pixels
     showing each biome's tiles (the last: placed things), as the frame is cut from the window."""
-    b, f, n = len(scene.tokens), scene.frame, len(ws.BIOMES)
+    b, f, n = len(scene.tokens), scene.frame, len(spec.BIOMES)
     tokens = scene.tokens.astype(np.int64)
-    biome = np.where(tokens < ws.BIOME_TOKENS, tokens // len(ws.TILE_KINDS), n)
-    rows = (ws.TILE + scene.offset[:, 1, None] + np.arange(f)) // ws.TILE  # (B, F)
-    cols = (ws.TILE + scene.offset[:, 0, None] + np.arange(f)) // ws.TILE
+    biome = np.where(tokens < spec.BIOME_TOKENS, tokens // len(spec.TILE_KINDS), n)
+    rows = (spec.TILE + scene.offset[:, 1, None] + np.arange(f)) // spec.TILE  # (B, F)
+    cols = (spec.TILE + scene.offset[:, 0, None] + np.arange(f)) // spec.TILE
     pixels = biome[np.arange(b)[:, None, None], rows[:, :, None], cols[:, None, :]]  # (B, F, F)
     onehot = np.eye(n + 1, dtype=np.float32)[pixels]  # (B, F, F, n + 1)
     k = f // cell
@@ -207,7 +209,7 @@ def classifier_loss(classifier, frames, scene, target, device) -> torch.Tensor:
     out, cells = classifier.with_cells(frames)
     weight = 1 - target[:, -1]  # (B, h, w): the cell's share of biome tiles
     per_cell = -(target[:, :-1] * F.log_softmax(cells["biome"], 1)).sum(1)
-    time_label = to_t([ws.time_label(m) for m in scene.minute], device=device)
+    time_label = to_t([spec.time_label(m) for m in scene.minute], device=device)
     return (
         (per_cell * weight).sum() / weight.sum().clamp(min=1)
         + F.cross_entropy(out["weather"], to_t(scene.weather, device=device))
@@ -222,11 +224,11 @@ def encoder_batch(rng, batch: int, device) -> tuple:
     scene, _ = sim.random_scenes(rng, batch, sprite_prob=0.2)
     scene.offset[:] = 0
     frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255)  # (B, F, F, 3)
-    n = ws.FRAME // ws.TILE
-    patches = frames.view(batch, n, ws.TILE, n, ws.TILE, 3).permute(0, 1, 3, 5, 2, 4)
-    patches = patches.reshape(-1, 3, ws.TILE, ws.TILE)
+    n = spec.FRAME // spec.TILE
+    patches = frames.view(batch, n, spec.TILE, n, spec.TILE, 3).permute(0, 1, 3, 5, 2, 4)
+    patches = patches.reshape(-1, 3, spec.TILE, spec.TILE)
     tokens = to_t(scene.tokens[:, 1 : 1 + n, 1 : 1 + n], device=device).reshape(-1)
-    half_hour = to_t(scene.minute // (ws.DAY_MINUTES // LIGHT_STEPS), device=device)
+    half_hour = to_t(scene.minute // (spec.DAY_MINUTES // LIGHT_STEPS), device=device)
     return (
         patches,
         tokens,

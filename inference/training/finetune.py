@@ -22,7 +22,7 @@ from inference.training.batches import (
 from inference.training.checkpoints import read_meta, write_meta
 from inference.training.config import TrainConfig, cosine
 from inference.training.losses import text_loss
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.model import (
     WorldModel,
     load_classifier,
@@ -81,7 +81,7 @@ def fit_light(cfg: TrainConfig, steps: int) -> None:
     for step in bar:
         opt.param_groups[0]["lr"] = 0.02 * cosine(step, steps)
         scene, _ = sim.random_scenes(rng, cfg.batch_render, frame=cfg.render_frame, things=0.05)
-        scene.minute[:] = rng.integers(0, ws.DAY_MINUTES, len(scene.minute))
+        scene.minute[:] = rng.integers(0, spec.DAY_MINUTES, len(scene.minute))
         loss = render_loss(model.renderer, scene)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -99,7 +99,7 @@ def sprite_errors(model: WorldModel, rng, scenes: int = 64) -> dict[str, float]:
     sprite kind covers, one kind at a time (scenes full of it, hard alpha as the engine
     draws): a sprite drawn wrong, or not at all, stands out here as nowhere else."""
     out = {}
-    kinds = [f"avatar {i}" for i in range(ws.AVATAR_COLORS)] + list(ws.CREATURES)
+    kinds = [f"avatar {i}" for i in range(spec.AVATAR_COLORS)] + list(spec.CREATURES)
     with torch.no_grad():
         for kind, name in enumerate(kinds):
             scene, _ = sim.random_scenes(rng, scenes, sprite_prob=1.0, frame=64, things=0.0)
@@ -233,7 +233,7 @@ def train_classifier(cfg: TrainConfig, steps: int) -> None:
         acc = {
             "biome": (logits["biome"].argmax(1) == frame_biome(cells)).float().mean().item(),
             "weather": (logits["weather"].argmax(1) == to_t(scene.weather)).float().mean().item(),
-            "time": (logits["time"].argmax(1) == to_t([ws.time_label(m) for m in scene.minute]))
+            "time": (logits["time"].argmax(1) == to_t([spec.time_label(m) for m in scene.minute]))
             .float()
             .mean()
             .item(),

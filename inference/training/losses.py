@@ -20,7 +20,7 @@ from inference.training.batches import (
     render_loss,
     scene_tensors,
 )
-from inference.world import spec as ws
+from inference.world import spec
 
 # ---------------------------------------------------------------- losses
 
@@ -58,8 +58,8 @@ def losses(
     logits = model.generator(ctx, spawn, probs, gtext).permute(0, 2, 3, 1)[masked]
     out["gen"] = F.cross_entropy(logits, tokens[masked])
     # collision head
-    all_tokens = torch.arange(ws.NUM_TOKENS, device=device)
-    solid = torch.tensor([ws.is_solid_token(t) for t in range(ws.NUM_TOKENS)], device=device)
+    all_tokens = torch.arange(spec.NUM_TOKENS, device=device)
+    solid = torch.tensor([spec.is_solid_token(t) for t in range(spec.NUM_TOKENS)], device=device)
     out["solid"] = F.binary_cross_entropy_with_logits(model.collision(all_tokens), solid.float())
     # text heads
     out["prompt"] = text_loss(model.prompt_heads, text, "prompt", cfg.batch_text, device)

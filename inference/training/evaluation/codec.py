@@ -7,7 +7,7 @@ import torch
 
 from inference.training import simulator as sim
 from inference.training.evaluation.measures import CENTRE, EVAL_SEEDS, means, psnr
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.model import LIGHT_STEPS, Renderer
 
 # ---------------------------------------------------------------- 1. codec
@@ -17,12 +17,12 @@ def codec_scenes(rng, n: int) -> sim.Scene:
     """Simulator frames as the engine serves them: every atmosphere in turn, its particles on
     their scroll path, the viewer's avatar (any colour) at the centre, a share of things."""
     scene, _ = sim.random_scenes(rng, n, sprite_prob=0.0, seeds=EVAL_SEEDS)
-    scene.weather[:] = np.arange(n) % len(ws.WEATHERS)
+    scene.weather[:] = np.arange(n) % len(spec.WEATHERS)
     scene.phase[:] = [
-        ws.overlay_phase(int(w), int(rng.integers(ws.OVERLAY))) for w in scene.weather
+        spec.overlay_phase(int(w), int(rng.integers(spec.OVERLAY))) for w in scene.weather
     ]
     scene.sprites[:, 0] = np.stack(
-        [rng.integers(0, ws.AVATAR_COLORS, n), np.full(n, CENTRE), np.full(n, CENTRE)], 1
+        [rng.integers(0, spec.AVATAR_COLORS, n), np.full(n, CENTRE), np.full(n, CENTRE)], 1
     )
     return scene
 
@@ -34,8 +34,8 @@ def light_maps(renderer: Renderer, weather: int, minute: int, phase) -> tuple:
     lit = Renderer.light_at(light, torch.tensor([minute]))[0]
     gain = keep[weather] * lit[:3]
     bias = keep[weather] * lit[3:] + add[weather]  # (32, 32, 3)
-    iy = (torch.arange(ws.FRAME) + int(phase[1])) % ws.OVERLAY
-    ix = (torch.arange(ws.FRAME) + int(phase[0])) % ws.OVERLAY
+    iy = (torch.arange(spec.FRAME) + int(phase[1])) % spec.OVERLAY
+    ix = (torch.arange(spec.FRAME) + int(phase[0])) % spec.OVERLAY
     return gain[iy][:, ix], bias[iy][:, ix]
 
 
@@ -43,7 +43,7 @@ def nearest_tokens(x, offset, book, gain, bias, keep) -> tuple[torch.Tensor, flo
     """VQ: place the frame x (F, F, 3) in the decode window at grid offset (ox, oy); per tile,
     the codebook patch (K, 64, 3) that, lit by gain and bias, best matches its visible pixels
     where keep (F, F) is set. Returns (tokens (W, W), total squared error)."""
-    w, t, f = ws.WINDOW, ws.TILE, ws.FRAME
+    w, t, f = spec.WINDOW, spec.TILE, spec.FRAME
     ox, oy = (int(v) for v in offset)
 
     def tiles(img: torch.Tensor) -> torch.Tensor:  # frame-aligned -> (W * W, 64, C) tiles
@@ -63,8 +63,8 @@ def nearest_tokens(x, offset, book, gain, bias, keep) -> tuple[torch.Tensor, flo
 def search_offset(x, book, gain, bias, keep) -> tuple[tuple[int, int], torch.Tensor]:
     """The grid offset whose VQ explains the frame best, and its tokens."""
     best = None
-    for oy in range(ws.TILE):
-        for ox in range(ws.TILE):
+    for oy in range(spec.TILE):
+        for ox in range(spec.TILE):
             tokens, err = nearest_tokens(x, (ox, oy), book, gain, bias, keep)
             if best is None or err < best[0]:
                 best = (err, (ox, oy), tokens)
@@ -73,7 +73,7 @@ def search_offset(x, book, gain, bias, keep) -> tuple[tuple[int, int], torch.Ten
 
 def render_latents(renderer: Renderer, lats: list[dict]) -> np.ndarray:
     """Latents -> uint8 frames (N, F, F, 3), the avatar of each at the centre."""
-    sprites = torch.full((len(lats), ws.MAX_SPRITES, 3), -1, dtype=torch.long)
+    sprites = torch.full((len(lats), spec.MAX_SPRITES, 3), -1, dtype=torch.long)
     sprites[:, 0, 0] = torch.tensor([lat["avatar"] for lat in lats])
     sprites[:, 0, 1:] = CENTRE
     out = renderer(
@@ -97,10 +97,10 @@ def best_of(renderer: Renderer, frame: np.ndarray, lat: dict, key: str, values) 
 def avatar_cover(renderer: Renderer) -> torch.Tensor:
     """(F, F) bool: pixels the viewer's avatar may hide (opaque in any colour); VQ skips them,
     the avatar's own colour is searched last."""
-    spr = renderer.tables()[1][: ws.AVATAR_COLORS, :, 3] > 0.5  # (colours, 64)
-    cover = torch.zeros(ws.FRAME, ws.FRAME, dtype=torch.bool)
-    box = slice(CENTRE, CENTRE + ws.SPRITE)
-    cover[box, box] = spr.any(0).view(ws.SPRITE, ws.SPRITE)
+    spr = renderer.tables()[1][: spec.AVATAR_COLORS, :, 3] > 0.5  # (colours, 64)
+    cover = torch.zeros(spec.FRAME, spec.FRAME, dtype=torch.bool)
+    box = slice(CENTRE, CENTRE + spec.SPRITE)
+    cover[box, box] = spr.any(0).view(spec.SPRITE, spec.SPRITE)
     return cover
 
 
@@ -115,8 +115,8 @@ def encode(model, frame: np.ndarray, heads: tuple[int, int] | None = None) -> di
         out = model.encoder.frame(x.permute(2, 0, 1)[None])
         heads = int(out["weather"].argmax()), int(out["minute"].argmax())
     weather, half = heads
-    per_step = ws.DAY_MINUTES // LIGHT_STEPS
-    book = renderer.tables()[0][: ws.NUM_TOKENS]
+    per_step = spec.DAY_MINUTES // LIGHT_STEPS
+    book = renderer.tables()[0][: spec.NUM_TOKENS]
     keep = ~avatar_cover(renderer)
     # grid offset first, under the frame's mean light (the particles' phase is not known yet)
     gain, bias = light_maps(renderer, weather, half * per_step + per_step // 2, (0, 0))
@@ -135,21 +135,21 @@ def encode(model, frame: np.ndarray, heads: tuple[int, int] | None = None) -> di
     ]
     lat = descend(renderer, x, min(fits, key=lambda f: f[1])[0], book, keep)[0]
     lat["tokens"] = vq(renderer, x, lat, book, keep)[0]
-    return best_of(renderer, frame, lat, "avatar", range(ws.AVATAR_COLORS))
+    return best_of(renderer, frame, lat, "avatar", range(spec.AVATAR_COLORS))
 
 
 def searched_heads(renderer: Renderer, x, lat: dict, book, keep) -> tuple[int, int]:
     """(atmosphere, half hour) that leave the least VQ error under the frame's mean light
     (particle phase unknown), searched one after the other."""
-    per_step = ws.DAY_MINUTES // LIGHT_STEPS
+    per_step = spec.DAY_MINUTES // LIGHT_STEPS
 
     def err(weather: int, half: int) -> float:
         gain, bias = light_maps(renderer, weather, half * per_step + per_step // 2, (0, 0))
         flat = [m.mean((0, 1)).expand_as(m) for m in (gain, bias)]
         return nearest_tokens(x, lat["offset"], book, *flat, keep)[1]
 
-    noon = ws.TIME_MINUTES[1] // per_step
-    weather = min(range(len(ws.WEATHERS)), key=lambda w: err(w, noon))
+    noon = spec.TIME_MINUTES[1] // per_step
+    weather = min(range(len(spec.WEATHERS)), key=lambda w: err(w, noon))
     return weather, min(range(LIGHT_STEPS), key=lambda h: err(weather, h))
 
 
@@ -158,11 +158,11 @@ def descend(renderer: Renderer, x, lat: dict, book, keep) -> tuple[dict, float]:
     half hour either side) and the grid offset, each scored by the VQ error it leaves (tokens
     and light must be found together: tokens fitted under a wrong light pull the light search
     off, and heavy particles at night can mislead the first offset). -> (latent, error)."""
-    per_step = ws.DAY_MINUTES // LIGHT_STEPS
+    per_step = spec.DAY_MINUTES // LIGHT_STEPS
     searches = (
-        ("phase", sorted({ws.overlay_phase(lat["weather"], t) for t in range(ws.OVERLAY)})),
+        ("phase", sorted({spec.overlay_phase(lat["weather"], t) for t in range(spec.OVERLAY)})),
         ("minute", range(lat["minute"] - per_step, lat["minute"] + per_step + 1)),
-        ("offset", [(ox, oy) for oy in range(ws.TILE) for ox in range(ws.TILE)]),
+        ("offset", [(ox, oy) for oy in range(spec.TILE) for ox in range(spec.TILE)]),
     )
     err = None
     for key, values in searches:
@@ -180,7 +180,7 @@ def vq(renderer: Renderer, x, lat: dict, book, keep) -> tuple[torch.Tensor, floa
 def visible_tiles(offset) -> tuple[slice, slice]:
     """Rows and columns of the decode window whose tiles are wholly in the frame."""
     ox, oy = (int(v) for v in offset)
-    t, f = ws.TILE, ws.FRAME
+    t, f = spec.TILE, spec.FRAME
 
     def span(o: int) -> slice:
         return slice(-(-(t + o) // t), (f + o) // t + 1)
@@ -195,13 +195,13 @@ def codec(model, rng, n: int) -> tuple[float, dict, dict]:
     and the PSNR had the heads been right, which tells the renderer from the encoder)."""
     scene = codec_scenes(rng, n)
     frames = sim.render(scene)
-    per_step = ws.DAY_MINUTES // LIGHT_STEPS
-    scores: dict[str, list] = {w: [] for w in ws.WEATHERS}
+    per_step = spec.DAY_MINUTES // LIGHT_STEPS
+    scores: dict[str, list] = {w: [] for w in spec.WEATHERS}
     found: dict[str, list] = {"weather": [], "light": [], "offset": [], "tokens": []}
     true_heads = []
     for i, frame in enumerate(frames):
         lat = encode(model, frame)
-        scores[ws.WEATHERS[scene.weather[i]]].append(
+        scores[spec.WEATHERS[scene.weather[i]]].append(
             psnr(render_latents(model.renderer, [lat])[0], frame)
         )
         truth = int(scene.weather[i]), int(scene.minute[i]) // per_step

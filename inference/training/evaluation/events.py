@@ -24,7 +24,7 @@ from inference.training.evaluation.rollouts import (
     scene_of,
     stand,
 )
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.engine import UnsupportedEvent
 
 # ---------------------------------------------------------------- 5. events
@@ -40,9 +40,9 @@ def event_cases(rounds: int) -> list[tuple[str, int]]:
 def make_room(world, kind: str, value: int) -> None:
     """A weather or time event must change something: move the world off the target first."""
     if kind == "weather" and world.weather == value:
-        world.weather = (value + 1) % len(ws.WEATHERS)
+        world.weather = (value + 1) % len(spec.WEATHERS)
     if kind == "time" and world.time == value:
-        world.minute = ws.TIME_MINUTES[(value + 2) % len(ws.TIMES)]
+        world.minute = spec.TIME_MINUTES[(value + 2) % len(spec.TIMES)]
 
 
 def conditions(world) -> tuple:
@@ -55,11 +55,11 @@ def state_changed(world, kind: str, value: int, was: tuple) -> bool:
     if kind == "weather":
         return world.weather == value
     if kind == "time":
-        return world.minute == ws.TIME_MINUTES[value]
+        return world.minute == spec.TIME_MINUTES[value]
     if kind == "creature":
         return len(world.creatures) > was[2] and world.creatures[-1].kind == value
     p = world.players[0]
-    cells = ws.place_cells(value, p.x, p.y)
+    cells = spec.place_cells(value, p.x, p.y)
     placed = len(world.things) > was[3] and world.things[-1] == value
     return placed and all(world.token_at(tx, ty) == token for tx, ty, token in cells)
 
@@ -104,8 +104,8 @@ def thing_mask(scene: sim.Scene, cells, px: int, py: int) -> np.ndarray:
     mask = np.zeros((f, f), dtype=bool)
     left, top = px - f // 2, py - f // 2
     for tx, ty, _ in cells:
-        x0, y0 = tx * ws.TILE - left, ty * ws.TILE - top
-        mask[max(y0, 0) : max(y0 + ws.TILE, 0), max(x0, 0) : max(x0 + ws.TILE, 0)] = True
+        x0, y0 = tx * spec.TILE - left, ty * spec.TILE - top
+        mask[max(y0, 0) : max(y0 + spec.TILE, 0), max(x0, 0) : max(x0 + spec.TILE, 0)] = True
     return mask & ~sim.sprite_cover(scene)[0]
 
 
@@ -122,9 +122,9 @@ def added_mask(engine, wid: str, pid: str, kind: str, value: int) -> tuple:
     world = engine.worlds[wid]
     p = world.players[0]
     if kind == "thing":
-        return scene, thing_mask(scene, ws.place_cells(value, p.x, p.y), p.x, p.y)
+        return scene, thing_mask(scene, spec.place_cells(value, p.x, p.y), p.x, p.y)
     c = world.creatures[-1]
-    sprite = (ws.AVATAR_COLORS + c.kind, c.x - p.x + CENTRE, c.y - p.y + CENTRE)
+    sprite = (spec.AVATAR_COLORS + c.kind, c.x - p.x + CENTRE, c.y - p.y + CENTRE)
     return scene, creature_mask(scene, sprite)
 
 

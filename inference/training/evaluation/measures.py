@@ -10,21 +10,21 @@ import numpy as np
 import torch
 
 from inference.training import simulator as sim
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.model import load_classifier
 
 EVAL_SEEDS = (sim.TRAIN_SEED_LIMIT, 2 * sim.TRAIN_SEED_LIMIT)  # never drawn in training
 SPLIT = "eval"  # prompts and events take held-out phrasings half the time
 EVENT_KINDS = {
-    "weather": ws.WEATHERS,
-    "time": ws.TIMES,
-    "creature": ws.CREATURES,
-    "thing": ws.THINGS,
+    "weather": spec.WEATHERS,
+    "time": spec.TIMES,
+    "creature": spec.CREATURES,
+    "thing": spec.THINGS,
 }
 PSNR_CAP = 100.0  # identical frames have infinite PSNR; they are reported as 100 dB
 MOVES = [frozenset(k) for k in ("d", "a", "w", "s", "wd", "wa", "sd", "sa")]
 STILL = frozenset()
-CENTRE = ws.FRAME // 2 - ws.SPRITE // 2  # screen x and y of the viewer's own avatar
+CENTRE = spec.FRAME // 2 - spec.SPRITE // 2  # screen x and y of the viewer's own avatar
 # A mixed prompt's second biome must hold this much of the judged frames' mean probability,
 # so a pure world whose runner-up class happens to be the second biome does not count.
 MIX_SHOWN = 0.1

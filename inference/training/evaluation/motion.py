@@ -14,7 +14,7 @@ from inference.training.evaluation.rollouts import (
     stand,
     unseen_seed,
 )
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.state import CreatureState
 
 # ---------------------------------------------------------------- 2-3. motion and revisits
@@ -49,12 +49,12 @@ def action_following(engine, rng, worlds: int) -> float:
         prev = stand(engine, [pid])[pid]
         for _ in range(6):
             keys = MOVES[rng.integers(len(MOVES))]
-            dx, dy = ws.keys_to_dir(keys)
+            dx, dy = spec.keys_to_dir(keys)
             for _ in range(8):
                 x0, y0 = player.x, player.y
                 frame = engine.step({pid: keys}, {pid: 1})[pid][-1]
                 moved = (player.x - x0, player.y - y0)
-                if moved == (dx * ws.PLAYER_SPEED, dy * ws.PLAYER_SPEED):  # not blocked
+                if moved == (dx * spec.PLAYER_SPEED, dy * spec.PLAYER_SPEED):  # not blocked
                     mx, my = phase_shift(prev, frame)
                     # the world moves opposite to the camera
                     ok += abs(-mx - moved[0]) <= 1 and abs(-my - moved[1]) <= 1
@@ -69,8 +69,8 @@ def populate(world, rng, weather: int, creatures: int = 2) -> None:
     elsewhere)."""
     world.weather = weather
     for _ in range(creatures):
-        dx, dy = ws.spawn_offset(world.seed, world.t, world.spawned)
-        kind = int(rng.integers(len(ws.CREATURES)))
+        dx, dy = spec.spawn_offset(world.seed, world.t, world.spawned)
+        kind = int(rng.integers(len(spec.CREATURES)))
         world.creatures.append(CreatureState(kind, dx, dy, world.spawned))
         world.spawned += 1
 
@@ -88,7 +88,7 @@ def closed_walk(engine, wid: str, pid: str, start: bytes, side: int) -> np.ndarr
             for n in chunks(side, 8):
                 last = engine.step({pid: frozenset(key)}, {pid: n})[pid][-1]
         p = engine.worlds[wid].players[0]
-        if (p.x, p.y) == ws.player_spawn(0):
+        if (p.x, p.y) == spec.player_spawn(0):
             return last
     return None
 
@@ -97,16 +97,16 @@ def closed_walk(engine, wid: str, pid: str, start: bytes, side: int) -> np.ndarr
 # the atmosphere's particles are back where they were and what can differ is the world itself
 # (and the creatures, which wander on).
 REVISIT_SIDES = (40, 32, 24, 16)
-assert all(4 * side % ws.OVERLAY == 0 for side in REVISIT_SIDES)
+assert all(4 * side % spec.OVERLAY == 0 for side in REVISIT_SIDES)
 
 
 def revisit(engine, rng, worlds: int) -> tuple[float, dict, dict]:
     """Closed walk back to the start with an atmosphere and two creatures on; PSNR of the
     first vs the last frame, and without the pixels sprites cover in either (the world)."""
-    scores: dict[str, list] = {w: [] for w in ws.WEATHERS[1:]}
+    scores: dict[str, list] = {w: [] for w in spec.WEATHERS[1:]}
     static, blocked = [], 0
     for i in range(worlds):
-        weather = 1 + i % (len(ws.WEATHERS) - 1)
+        weather = 1 + i % (len(spec.WEATHERS) - 1)
         wid = engine.create_world(prompt=clear_prompt(rng), seed=unseen_seed(rng))
         pid = engine.add_player(wid)
         populate(engine.worlds[wid], rng, weather)
@@ -120,7 +120,7 @@ def revisit(engine, rng, worlds: int) -> tuple[float, dict, dict]:
         if last is None:
             blocked += 1  # every loop was blocked by obstacles
         else:
-            scores[ws.WEATHERS[weather]].append(psnr(first, last))
+            scores[spec.WEATHERS[weather]].append(psnr(first, last))
             bare = ~(first_cover | sim.sprite_cover(scene_of(engine, wid, pid))[0])
             static.append(psnr(first, last, bare))
         engine.drop_world(wid)

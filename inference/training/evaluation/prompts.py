@@ -23,7 +23,7 @@ from inference.training.evaluation.rollouts import (
     stand,
     stratified_prompts,
 )
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.engine import UnsupportedEvent
 
 # ---------------------------------------------------------------- 4. prompts
@@ -47,14 +47,14 @@ def canvas_tokens(world) -> np.ndarray:
 def canvas_shares(world) -> np.ndarray:
     """Share of each biome among the biome tokens of a world's generated canvas."""
     tokens = canvas_tokens(world)
-    biomes = tokens[tokens < ws.BIOME_TOKENS] // len(ws.TILE_KINDS)
-    return np.bincount(biomes, minlength=len(ws.BIOMES)) / max(len(biomes), 1)
+    biomes = tokens[tokens < spec.BIOME_TOKENS] // len(spec.TILE_KINDS)
+    return np.bincount(biomes, minlength=len(spec.BIOMES)) / max(len(biomes), 1)
 
 
 def kind_counts(world, biome: int) -> np.ndarray:
     """How many of the biome's tiles in a world's generated canvas are each tile kind."""
-    tokens, k = canvas_tokens(world), len(ws.TILE_KINDS)
-    mine = tokens[(tokens < ws.BIOME_TOKENS) & (tokens // k == biome)]
+    tokens, k = canvas_tokens(world), len(spec.TILE_KINDS)
+    mine = tokens[(tokens < spec.BIOME_TOKENS) & (tokens // k == biome)]
     return np.bincount(mine % k, minlength=k)
 
 
@@ -64,11 +64,11 @@ def simulator_kind_mix(
     """The share of each tile kind in the simulator's worlds of a biome (unseen seeds unless
     told)."""
     tx, ty = np.meshgrid(np.arange(size), np.arange(size))
-    k = len(ws.TILE_KINDS)
+    k = len(spec.TILE_KINDS)
     tokens = np.concatenate(
         [sim.terrain_tokens(first_seed + s, biome, tx, ty).ravel() for s in range(worlds)]
     )
-    counts = np.bincount(tokens[tokens < ws.BIOME_TOKENS] % k, minlength=k)
+    counts = np.bincount(tokens[tokens < spec.BIOME_TOKENS] % k, minlength=k)
     return counts / counts.sum()
 
 
@@ -83,7 +83,7 @@ def kind_mix_distance(counts: dict[str, np.ndarray]) -> dict[str, float]:
     out = {}
     for name, c in counts.items():
         if c.sum():
-            ref = simulator_kind_mix(ws.BIOMES.index(name))
+            ref = simulator_kind_mix(spec.BIOMES.index(name))
             out[name] = round(float(total_variation(c / c.sum(), ref)), 3)
     return out
 
@@ -105,9 +105,9 @@ def judged(probs: dict, i: int, labels: dict, by: dict) -> dict[str, bool]:
     is also recorded under its value in the per-concept lists `by`."""
     shown = biome_hits(probs["biome"][i], labels)
     for b, hit in shown.items():
-        by["biome"][ws.BIOMES[b]].append(hit)
+        by["biome"][spec.BIOMES[b]].append(hit)
     ok = {"biome": all(shown.values())}
-    for k, names in (("weather", ws.WEATHERS), ("time", ws.TIMES)):
+    for k, names in (("weather", spec.WEATHERS), ("time", spec.TIMES)):
         ok[k] = int(probs[k][i].argmax()) == labels[k]
         by[k][names[labels[k]]].append(ok[k])
     return ok
@@ -121,7 +121,7 @@ def state_matches(world, labels: dict, minute: int) -> dict[str, bool]:
     out = {
         "biome": [int(b) for b in np.flatnonzero(world.biome_probs > 0)] == named,
         "weather": world.weather == labels["weather"],
-        "time": ws.time_label(minute) == labels["time"],
+        "time": spec.time_label(minute) == labels["time"],
     }
     if labels["creature"] >= 0:
         out["creature"] = any(c.kind == labels["creature"] for c in world.creatures)
@@ -140,13 +140,13 @@ def prompt_adherence(engine, judge: Judge, rng, worlds: int) -> tuple[float, dic
     first = stand(engine, pids)
     views = [first, *rollout(engine, pids, rng, 300, keep=(100, 200)).values()]
     probs = mean_probs(judge, views, pids)
-    by = {"biome": {b: [] for b in ws.BIOMES}, "weather": {w: [] for w in ws.WEATHERS}}
-    by["time"] = {t: [] for t in ws.TIMES}
+    by = {"biome": {b: [] for b in spec.BIOMES}, "weather": {w: [] for w in spec.WEATHERS}}
+    by["time"] = {t: [] for t in spec.TIMES}
     hits: dict[str, list] = {"biome": [], "weather": [], "time": [], "all": []}
     state: dict[str, list] = {"biome": [], "weather": [], "time": [], "creature": []}
     shown_if_right: dict[str, list] = {"biome": [], "weather": [], "time": []}
-    canvas: dict[str, list] = {b: [] for b in ws.BIOMES}
-    kinds = {b: np.zeros(len(ws.TILE_KINDS), np.int64) for b in ws.BIOMES}
+    canvas: dict[str, list] = {b: [] for b in spec.BIOMES}
+    kinds = {b: np.zeros(len(spec.TILE_KINDS), np.int64) for b in spec.BIOMES}
     mixed, canvas_both = [], []
     for i, ((wid, _), (_, labels)) in enumerate(zip(opened, prompts, strict=True)):
         ok = judged(probs, i, labels, by)
@@ -164,8 +164,8 @@ def prompt_adherence(engine, judge: Judge, rng, worlds: int) -> tuple[float, dic
             named = [labels["biome"], labels["biome2"]]
             canvas_both.append(bool((shares[named] >= CANVAS_SHOWN).all()))
         else:
-            canvas[ws.BIOMES[labels["biome"]]].append(shares[labels["biome"]])
-            kinds[ws.BIOMES[labels["biome"]]] += kind_counts(world, labels["biome"])
+            canvas[spec.BIOMES[labels["biome"]]].append(shares[labels["biome"]])
+            kinds[spec.BIOMES[labels["biome"]]] += kind_counts(world, labels["biome"])
     close_worlds(engine, opened)
     per = {k: pct(v) for k, v in hits.items()}
     tables = {

@@ -6,7 +6,7 @@ import numpy as np
 
 from inference.training import simulator as sim
 from inference.training.evaluation.measures import EVAL_SEEDS, MOVES, SPLIT, STILL
-from inference.world import spec as ws
+from inference.world import spec
 
 # ---------------------------------------------------------------- engine helpers
 
@@ -57,7 +57,7 @@ def stratified_prompts(rng, n: int, mixed: bool | None = None) -> list[tuple[str
     phrasing draws them; a second biome too unless `mixed` says)."""
     out = []
     for i in range(n):
-        want = (i % len(ws.BIOMES), i % len(ws.WEATHERS))
+        want = (i % len(spec.BIOMES), i % len(spec.WEATHERS))
         while True:
             text, labels = sim.world_prompt(rng, SPLIT)
             two = labels["biome2"] >= 0

@@ -21,7 +21,7 @@ from inference.training.evaluation.rollouts import (
     stratified_prompts,
     unseen_seed,
 )
-from inference.world import spec as ws
+from inference.world import spec
 
 # ---------------------------------------------------------------- 6. stability
 
@@ -37,11 +37,11 @@ def long_run(engine, judge: Judge, rng, worlds: int, frames: int) -> tuple[float
     start = mean_probs(judge, [stand(engine, pids)], pids)["biome"].argmax(1)
     views = rollout(engine, pids, rng, frames, keep=(frames - 200, frames - 100))
     end = mean_probs(judge, list(views.values()), pids)["biome"].argmax(1)
-    by_biome = {b: [] for b in ws.BIOMES}
+    by_biome = {b: [] for b in spec.BIOMES}
     hits = []
     for i, (_, labels) in enumerate(prompts):
         hits.append(bool(end[i] == labels["biome"]))
-        by_biome[ws.BIOMES[labels["biome"]]].append(hits[-1])
+        by_biome[spec.BIOMES[labels["biome"]]].append(hits[-1])
     # is the latent still the prompt's world? (tells a drifting generator from a misjudged view)
     shares = [
         view_share(engine, wid, labels)
@@ -70,9 +70,9 @@ def view_share(engine, wid: str, labels: dict) -> float:
     world = engine.worlds[wid]
     p = world.players[0]
     tx0, ty0, _, _ = sim.window_origin(p.x, p.y)
-    tokens = world.region(tx0, ty0, ws.WINDOW, ws.WINDOW)
+    tokens = world.region(tx0, ty0, spec.WINDOW, spec.WINDOW)
     named = [b for b in (labels["biome"], labels["biome2"]) if b >= 0]
-    biome = np.where(tokens < ws.BIOME_TOKENS, tokens // len(ws.TILE_KINDS), -1)
+    biome = np.where(tokens < spec.BIOME_TOKENS, tokens // len(spec.TILE_KINDS), -1)
     return float(np.isin(biome, named).mean())
 
 
@@ -95,13 +95,13 @@ def shared_view(engine, rng, worlds: int, frames: int = 96) -> float:
                 keys_b = random_keys(rng)
             out = engine.step({a: STILL, b: keys_b}, {a: 4, b: 4})
             sx, sy = pb.x - pa.x + CENTRE, pb.y - pa.y + CENTRE
-            if not (0 <= sx <= ws.FRAME - ws.SPRITE and 0 <= sy <= ws.FRAME - ws.SPRITE):
+            if not (0 <= sx <= spec.FRAME - spec.SPRITE and 0 <= sy <= spec.FRAME - spec.SPRITE):
                 continue
-            if abs(sx - CENTRE) < ws.SPRITE and abs(sy - CENTRE) < ws.SPRITE:
+            if abs(sx - CENTRE) < spec.SPRITE and abs(sy - CENTRE) < spec.SPRITE:
                 continue  # B stands on A's own avatar, which is drawn on top
             scene = scene_of(engine, wid, a)
             with_b = sim.render(scene)[0].astype(int)
-            kind = pb.slot % ws.AVATAR_COLORS
+            kind = pb.slot % spec.AVATAR_COLORS
             is_b = (scene.sprites[0] == (kind, sx, sy)).all(1)
             scene.sprites[0][is_b] = -1
             b_pixels = (sim.render(scene)[0].astype(int) != with_b).any(2)

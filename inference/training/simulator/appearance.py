@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference.world import spec as ws
+from inference.world import spec
 
 # ---------------------------------------------------------------- appearance
 
@@ -27,7 +27,7 @@ _PALETTE = {  # biome: ground, ground_var, obstacle, water (RGB 0-255)
     "ice_cave": [(182, 222, 242), (148, 198, 230), (88, 148, 202), (28, 58, 110)],
     "autumn": [(172, 122, 52), (204, 92, 32), (178, 58, 22), (60, 100, 150)],
 }
-assert tuple(_PALETTE) == ws.BIOMES
+assert tuple(_PALETTE) == spec.BIOMES
 _ACCENT = {  # the dots of ground_var
     "meadow": (235, 220, 80),
     "desert": (180, 150, 95),
@@ -42,10 +42,10 @@ _ACCENT = {  # the dots of ground_var
 
 
 def _tile_texture(biome: str, kind: int) -> np.ndarray:
-    rng = np.random.default_rng(1000 + ws.BIOMES.index(biome) * 10 + kind)
+    rng = np.random.default_rng(1000 + spec.BIOMES.index(biome) * 10 + kind)
     base = np.array(_PALETTE[biome][kind], dtype=np.float64)
-    tex = base + rng.normal(0, 10, (ws.TILE, ws.TILE, 3))
-    yy, xx = np.mgrid[0 : ws.TILE, 0 : ws.TILE]
+    tex = base + rng.normal(0, 10, (spec.TILE, spec.TILE, 3))
+    yy, xx = np.mgrid[0 : spec.TILE, 0 : spec.TILE]
     ground = np.array(_PALETTE[biome][0], dtype=np.float64)
     if kind == 0 and biome == "city":  # asphalt with a lane mark
         tex[3:5, 1:3] = (220, 220, 200)
@@ -56,7 +56,7 @@ def _tile_texture(biome: str, kind: int) -> np.ndarray:
         elif biome in ("city", "ruins"):
             tex[(yy == 0) | (xx == 0)] = base * 0.75  # paving slabs
         else:
-            for y, x in rng.integers(0, ws.TILE, (4, 2)):
+            for y, x in rng.integers(0, spec.TILE, (4, 2)):
                 tex[y, x] = color
     elif kind == 2:  # obstacle: round canopy / block with a dark outline
         ring = ((yy - 3.5) ** 2 + (xx - 3.5) ** 2) > 11
@@ -78,12 +78,12 @@ def _tile_texture(biome: str, kind: int) -> np.ndarray:
 
 def _thing_texture(thing: str) -> np.ndarray:
     """The biome-independent tile of a placed thing (rows of a small pattern)."""
-    rng = np.random.default_rng(3000 + ws.THINGS.index(thing))
-    yy, xx = np.mgrid[0 : ws.TILE, 0 : ws.TILE]
+    rng = np.random.default_rng(3000 + spec.THINGS.index(thing))
+    yy, xx = np.mgrid[0 : spec.TILE, 0 : spec.TILE]
     r2 = (yy - 3.5) ** 2 + (xx - 3.5) ** 2
 
     def fill(rgb, noise=8):
-        return np.array(rgb, dtype=np.float64) + rng.normal(0, noise, (ws.TILE, ws.TILE, 3))
+        return np.array(rgb, dtype=np.float64) + rng.normal(0, noise, (spec.TILE, spec.TILE, 3))
 
     if thing == "campfire":
         tex = fill((70, 52, 40))
@@ -100,7 +100,7 @@ def _thing_texture(thing: str) -> np.ndarray:
         tex[(yy == 0) | (yy == 7)] = (80, 54, 30)  # rails
     elif thing == "path":
         tex = fill((196, 170, 124))
-        for y, x in rng.integers(0, ws.TILE, (5, 2)):
+        for y, x in rng.integers(0, spec.TILE, (5, 2)):
             tex[y, x] = (150, 130, 100)
     elif thing == "trees":
         tex = fill((40, 110, 40))
@@ -122,7 +122,7 @@ def _thing_texture(thing: str) -> np.ndarray:
     elif thing == "flowers":
         tex = fill((84, 156, 60))
         colors = ((240, 60, 80), (250, 220, 60), (240, 240, 250), (160, 80, 220))
-        for i, (y, x) in enumerate(rng.integers(0, ws.TILE, (7, 2))):
+        for i, (y, x) in enumerate(rng.integers(0, spec.TILE, (7, 2))):
             tex[y, x] = colors[i % len(colors)]
     elif thing == "rocks":
         tex = fill((118, 114, 108))
@@ -146,10 +146,10 @@ def _thing_texture(thing: str) -> np.ndarray:
 
 
 TEXTURES = np.stack(
-    [_tile_texture(b, k) for b in ws.BIOMES for k in range(len(ws.TILE_KINDS))]
-    + [_thing_texture(t) for t in ws.THINGS]
+    [_tile_texture(b, k) for b in spec.BIOMES for k in range(len(spec.TILE_KINDS))]
+    + [_thing_texture(t) for t in spec.THINGS]
 )  # (NUM_TOKENS, 8, 8, 3) float in [0, 1]
-SOLID = np.array([ws.is_solid_token(t) for t in range(ws.NUM_TOKENS)])
+SOLID = np.array([spec.is_solid_token(t) for t in range(spec.NUM_TOKENS)])
 
 _SHAPES = {
     "avatar": [
@@ -284,7 +284,7 @@ _SHAPES = {
     ],
 }
 _SPRITE_COLORS = {
-    "avatar": list(ws.AVATAR_RGB),
+    "avatar": list(spec.AVATAR_RGB),
     "fox": (230, 120, 30),
     "deer": (150, 100, 55),
     "rabbit": (215, 210, 200),
@@ -303,7 +303,7 @@ _EYES = {"avatar": (0.95, 0.8, 0.65), "ghost": (0.1, 0.1, 0.15)}
 
 def _sprite(shape: str, color) -> np.ndarray:
     rows = _SHAPES[shape]
-    out = np.zeros((ws.SPRITE, ws.SPRITE, 4))
+    out = np.zeros((spec.SPRITE, spec.SPRITE, 4))
     for y, row in enumerate(rows):
         for x, ch in enumerate(row):
             if ch == "#":
@@ -315,7 +315,7 @@ def _sprite(shape: str, color) -> np.ndarray:
 
 SPRITES = np.stack(
     [_sprite("avatar", c) for c in _SPRITE_COLORS["avatar"]]
-    + [_sprite(c, _SPRITE_COLORS[c]) for c in ws.CREATURES]
+    + [_sprite(c, _SPRITE_COLORS[c]) for c in spec.CREATURES]
 )  # (SPRITE_KINDS, 8, 8, 4), alpha exactly 0 or 1
 
 # Light over the day: keyframes (minute, RGB scale, RGB shift), linear in between. Every
@@ -334,7 +334,7 @@ LIGHT_KEYS = (
 
 def light_affine(minute) -> np.ndarray:
     """(B,) minutes of the day -> (B, 2, 3) RGB scale and shift of the light."""
-    m = np.asarray(minute, dtype=np.float64) % ws.DAY_MINUTES
+    m = np.asarray(minute, dtype=np.float64) % spec.DAY_MINUTES
     keys = np.array([k[0] for k in LIGHT_KEYS], dtype=np.float64)
     vals = np.array([[k[1], k[2]] for k in LIGHT_KEYS])  # (K, 2, 3)
     out = np.empty((*m.shape, 2, 3))
@@ -355,14 +355,14 @@ WEATHER_AFFINE = {
     "petals": ((1.0, 0.94, 0.97), (0.04, 0.0, 0.03)),
     "fireflies": ((0.86, 0.9, 0.84), (0.0, 0.01, 0.0)),
 }
-assert tuple(WEATHER_AFFINE) == ws.WEATHERS
-ATMOSPHERE_AFFINE = np.array([WEATHER_AFFINE[w] for w in ws.WEATHERS])  # (9, 2, 3)
+assert tuple(WEATHER_AFFINE) == spec.WEATHERS
+ATMOSPHERE_AFFINE = np.array([WEATHER_AFFINE[w] for w in spec.WEATHERS])  # (9, 2, 3)
 
 
 def _overlay(weather: str) -> np.ndarray:
-    o = ws.OVERLAY
+    o = spec.OVERLAY
     out = np.zeros((o, o, 4))
-    rng = np.random.default_rng(50 + ws.WEATHERS.index(weather))
+    rng = np.random.default_rng(50 + spec.WEATHERS.index(weather))
     if weather in ("rain", "thunderstorm"):
         drops, length = (14, 3) if weather == "rain" else (26, 5)
         color = (0.75, 0.8, 0.95, 0.55) if weather == "rain" else (0.82, 0.86, 1.0, 0.7)
@@ -394,4 +394,4 @@ def _overlay(weather: str) -> np.ndarray:
     return out
 
 
-OVERLAYS = np.stack([_overlay(w) for w in ws.WEATHERS])  # (9, 32, 32, 4)
+OVERLAYS = np.stack([_overlay(w) for w in spec.WEATHERS])  # (9, 32, 32, 4)

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from inference.world import spec as ws
-from inference.world import vocabulary
+from inference.world import spec, vocabulary
 
 SPLITS = ("train", "eval")
 EVAL_HELD_OUT = 0.5  # how often an eval draw takes a held-out entry
@@ -73,10 +72,10 @@ NON_EVENTS: list[str] = _BANKS["non_events"]
 
 _EVENT_KINDS = ("weather", "time", "creature", "thing")
 _KIND_SIZES = {
-    "weather": len(ws.WEATHERS),
-    "time": len(ws.TIMES),
-    "creature": len(ws.CREATURES),
-    "thing": len(ws.THINGS),
+    "weather": len(spec.WEATHERS),
+    "time": len(spec.TIMES),
+    "creature": len(spec.CREATURES),
+    "thing": len(spec.THINGS),
 }
 _IRREGULAR_PLURALS = {
     "wolf": "wolves",
@@ -91,16 +90,16 @@ def _check_banks() -> None:
     """The banks cover the spec exactly, every list holds something back, and every plain
     phrasing of the spec is in a training part."""
     for bank, names in (
-        (BIOME_NOUNS, ws.BIOMES),
-        (WEATHER_WORLD, ws.WEATHERS),
-        (WEATHER_ADJ, ws.WEATHERS),
-        (WEATHER_EVENTS, ws.WEATHERS),
-        (TIME_WORLD, ws.TIMES),
-        (TIME_NOUNS, ws.TIMES),
-        (TIME_EVENTS, ws.TIMES),
-        (CREATURE_NOUNS, ws.CREATURES),
-        (CREATURE_MOVES, ws.CREATURES),
-        (THING_EVENTS, ws.THINGS),
+        (BIOME_NOUNS, spec.BIOMES),
+        (WEATHER_WORLD, spec.WEATHERS),
+        (WEATHER_ADJ, spec.WEATHERS),
+        (WEATHER_EVENTS, spec.WEATHERS),
+        (TIME_WORLD, spec.TIMES),
+        (TIME_NOUNS, spec.TIMES),
+        (TIME_EVENTS, spec.TIMES),
+        (CREATURE_NOUNS, spec.CREATURES),
+        (CREATURE_MOVES, spec.CREATURES),
+        (THING_EVENTS, spec.THINGS),
     ):
         if list(bank) != list(names):
             raise ValueError(f"phrasing bank keys {list(bank)} != spec {list(names)}")
@@ -136,7 +135,7 @@ def _check_banks() -> None:
             raise ValueError(f"the first noun of {c!r} must be its spec name")
     plain = {"weather": WEATHER_EVENTS, "time": TIME_EVENTS, "thing": THING_EVENTS}
     for kind, bank in plain.items():
-        for name, text in ws.EVENT_PHRASES[kind].items():
+        for name, text in spec.EVENT_PHRASES[kind].items():
             if text not in train_part(bank[name]):
                 raise ValueError(f"{text!r} ({kind} {name}) is not a training phrasing")
     if "{a} appears" not in train_part(CREATURE_EVENTS):
@@ -155,18 +154,22 @@ def concept_names() -> list[tuple[str, int, str]]:
     where the world phrasings' words miss it."""
     out = []
     for kind, banks, keys in (
-        ("biome", (BIOME_NOUNS,), ws.BIOMES),
-        ("weather", (WEATHER_WORLD, WEATHER_ADJ, WEATHER_EVENTS), ws.WEATHERS),
-        ("time", (TIME_WORLD, TIME_NOUNS, TIME_EVENTS), ws.TIMES),
-        ("creature", (CREATURE_NOUNS,), ws.CREATURES),
-        ("thing", (THING_EVENTS,), ws.THINGS),
+        ("biome", (BIOME_NOUNS,), spec.BIOMES),
+        ("weather", (WEATHER_WORLD, WEATHER_ADJ, WEATHER_EVENTS), spec.WEATHERS),
+        ("time", (TIME_WORLD, TIME_NOUNS, TIME_EVENTS), spec.TIMES),
+        ("creature", (CREATURE_NOUNS,), spec.CREATURES),
+        ("thing", (THING_EVENTS,), spec.THINGS),
     ):
         for bank in banks:
             for key, options in bank.items():
                 out += [(kind, keys.index(key), name) for name in train_part(options)]
     out += [("other", 0, name) for name in train_part(DETAILS)]
     # the words players use beyond the banks, and those for what the model does not have
-    for kind, keys in (("biome", ws.BIOMES), ("creature", ws.CREATURES), ("thing", ws.THINGS)):
+    for kind, keys in (
+        ("biome", spec.BIOMES),
+        ("creature", spec.CREATURES),
+        ("thing", spec.THINGS),
+    ):
         for key, names in vocabulary.SYNONYMS[kind].items():
             out += [(kind, keys.index(key), name) for name in names]
     out += [("unknown", i, name) for i, name in enumerate(vocabulary.UNKNOWN)]
@@ -230,7 +233,7 @@ def _plural(noun: str) -> str:
 
 def _biome_phrase(rng, biome: int, split: str, adjective: str | None = None) -> tuple[str, str]:
     """(noun phrase with article, bare noun) of one biome."""
-    noun = _pick(rng, BIOME_NOUNS[ws.BIOMES[biome]], split)
+    noun = _pick(rng, BIOME_NOUNS[spec.BIOMES[biome]], split)
     if adjective is None:
         adjective = _pick(rng, ADJECTIVES, split) if rng.random() < 0.4 else ""
     words = f"{adjective} {noun}".strip()
@@ -238,7 +241,7 @@ def _biome_phrase(rng, biome: int, split: str, adjective: str | None = None) -> 
 
 
 def _creature_forms(rng, creature: int, split: str) -> dict:
-    noun = _pick(rng, CREATURE_NOUNS[ws.CREATURES[creature]], split)
+    noun = _pick(rng, CREATURE_NOUNS[spec.CREATURES[creature]], split)
     return {"c": noun, "a": _a(noun), "p": _plural(noun)}
 
 
@@ -246,15 +249,15 @@ def world_prompt(rng: np.random.Generator, split: str = "train") -> tuple[str, d
     """A random world description and its labels: biome, biome2 (-1 unless two are mixed),
     weather (0 = clear when not mentioned), time (index of "day" when not mentioned) and
     creature (-1 when none is mentioned)."""
-    n_biomes = len(ws.BIOMES)
+    n_biomes = len(spec.BIOMES)
     biome = int(rng.integers(n_biomes))
     biome2 = -1
     if rng.random() < 0.3:
         biome2 = int((biome + rng.integers(1, n_biomes)) % n_biomes)
     say_weather, say_time = rng.random() < 0.6, rng.random() < 0.6
-    weather = int(rng.integers(len(ws.WEATHERS))) if say_weather else 0
-    time = int(rng.integers(len(ws.TIMES))) if say_time else ws.TIMES.index("day")
-    creature = int(rng.integers(len(ws.CREATURES))) if rng.random() < 0.35 else -1
+    weather = int(rng.integers(len(spec.WEATHERS))) if say_weather else 0
+    time = int(rng.integers(len(spec.TIMES))) if say_time else spec.TIMES.index("day")
+    creature = int(rng.integers(len(spec.CREATURES))) if rng.random() < 0.35 else -1
     labels = {
         "biome": biome,
         "biome2": biome2,
@@ -262,7 +265,7 @@ def world_prompt(rng: np.random.Generator, split: str = "train") -> tuple[str, d
         "time": time,
         "creature": creature,
     }
-    w_name, t_name = ws.WEATHERS[weather], ws.TIMES[time]
+    w_name, t_name = spec.WEATHERS[weather], spec.TIMES[time]
 
     # the place: one biome (maybe weather as its adjective: "a foggy swamp") or a mix of two
     adjective = None
@@ -312,17 +315,17 @@ def world_prompt(rng: np.random.Generator, split: str = "train") -> tuple[str, d
 
 def _event_phrase(rng: np.random.Generator, kind: str, value: int, split: str) -> str:
     if kind == "weather":
-        return _pick(rng, WEATHER_EVENTS[ws.WEATHERS[value]], split)
+        return _pick(rng, WEATHER_EVENTS[spec.WEATHERS[value]], split)
     if kind == "time":
-        return _pick(rng, TIME_EVENTS[ws.TIMES[value]], split)
+        return _pick(rng, TIME_EVENTS[spec.TIMES[value]], split)
     if kind == "creature":
-        name = ws.CREATURES[value]
+        name = spec.CREATURES[value]
         forms = _creature_forms(rng, value, split)
         if rng.random() < 0.35:
             return f"{forms['a']} {_pick(rng, CREATURE_MOVES[name], split)}"
         return _pick(rng, CREATURE_EVENTS, split).format(**forms)
     if kind == "thing":
-        return _pick(rng, THING_EVENTS[ws.THINGS[value]], split)
+        return _pick(rng, THING_EVENTS[spec.THINGS[value]], split)
     raise ValueError(f"unknown event kind {kind!r}")
 
 

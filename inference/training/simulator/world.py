@@ -23,7 +23,7 @@ from inference.training.simulator.appearance import (
     TEXTURES,
     light_affine,
 )
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.noise import hash_grid, second_biome_at, unit, value_noise
 
 # Training draws world seeds below this; evaluation uses seeds at or above it.
@@ -52,7 +52,7 @@ _BIOME_PARAMS = np.array(
         [6, 0.82, 0.52, 0.60, 0.45],  # autumn
     ]
 )
-assert len(_BIOME_PARAMS) == len(ws.BIOMES)
+assert len(_BIOME_PARAMS) == len(spec.BIOMES)
 
 
 def terrain_tokens(seed, biome, tx, ty, biome2=-1, mix=0.0) -> np.ndarray:
@@ -70,8 +70,8 @@ def terrain_tokens(seed, biome, tx, ty, biome2=-1, mix=0.0) -> np.ndarray:
     obstacle = dense & sparse
     variant = value_noise(seed, 3, tx, ty, 4.0) > p[..., 4]
     kind = np.where(water, 3, np.where(obstacle, 2, np.where(variant, 1, 0)))
-    kind = np.where(ws.in_spawn_zone(tx, ty) & (kind >= 2), 0, kind)
-    return (biome * len(ws.TILE_KINDS) + kind).astype(np.int64)
+    kind = np.where(spec.in_spawn_zone(tx, ty) & (kind >= 2), 0, kind)
+    return (biome * len(spec.TILE_KINDS) + kind).astype(np.int64)
 
 
 # ---------------------------------------------------------------- scenes and rendering
@@ -90,18 +90,18 @@ class Scene:
 
     @property
     def frame(self) -> int:
-        return (self.tokens.shape[-1] - 3) * ws.TILE
+        return (self.tokens.shape[-1] - 3) * spec.TILE
 
 
-def window_origin(cam_x: int, cam_y: int, frame: int = ws.FRAME) -> tuple[int, int, int, int]:
+def window_origin(cam_x: int, cam_y: int, frame: int = spec.FRAME) -> tuple[int, int, int, int]:
     """First tile of the decode window and the pixel offset of the frame inside it."""
     left, top = cam_x - frame // 2, cam_y - frame // 2
-    return left // ws.TILE - 1, top // ws.TILE - 1, left % ws.TILE, top % ws.TILE
+    return left // spec.TILE - 1, top // spec.TILE - 1, left % spec.TILE, top % spec.TILE
 
 
 def sprite_cover(scene: Scene) -> np.ndarray:
     """(B, F, F) bool: the pixels some sprite of each scene covers (the sprites' shapes)."""
-    b, f, s = len(scene.weather), scene.frame, ws.SPRITE
+    b, f, s = len(scene.weather), scene.frame, spec.SPRITE
     cover = np.zeros((b, f + 2 * s, f + 2 * s), dtype=bool)  # room for sprites half off-frame
     for i, e in zip(*np.nonzero(scene.sprites[:, :, 0] >= 0), strict=True):
         kind, sx, sy = scene.sprites[i, e]
@@ -113,7 +113,7 @@ def sprite_cover(scene: Scene) -> np.ndarray:
 def render(scene: Scene) -> np.ndarray:
     """Scene -> (B, F, F, 3) uint8 frames (F = 128 for a full window)."""
     b = scene.tokens.shape[0]
-    n, t, f = scene.tokens.shape[-1], ws.TILE, scene.frame
+    n, t, f = scene.tokens.shape[-1], spec.TILE, scene.frame
     img = TEXTURES[scene.tokens]  # (B, n, n, 8, 8, 3)
     img = img.transpose(0, 1, 3, 2, 4, 5).reshape(b, n * t, n * t, 3)
     ys = t + scene.offset[:, 1, None] + np.arange(f)  # (B, F)
@@ -129,15 +129,15 @@ def render(scene: Scene) -> np.ndarray:
     scale = light[:, 0] * atmo[:, 0]
     shift = light[:, 1] * atmo[:, 0] + atmo[:, 1]
     img = img * scale[:, None, None] + shift[:, None, None]
-    oy = (np.arange(f)[None, :] + scene.phase[:, 1, None]) % ws.OVERLAY  # (B, F)
-    ox = (np.arange(f)[None, :] + scene.phase[:, 0, None]) % ws.OVERLAY
+    oy = (np.arange(f)[None, :] + scene.phase[:, 1, None]) % spec.OVERLAY  # (B, F)
+    ox = (np.arange(f)[None, :] + scene.phase[:, 0, None]) % spec.OVERLAY
     ov = OVERLAYS[scene.weather[:, None, None], oy[:, :, None], ox[:, None, :]]  # (B, F, F, 4)
     img = img * (1 - ov[..., 3:]) + ov[..., :3] * ov[..., 3:]
     return np.clip(np.round(img * 255), 0, 255).astype(np.uint8)
 
 
 def _paste(img: np.ndarray, sprite: np.ndarray, sx: int, sy: int) -> None:
-    f, s = img.shape[0], ws.SPRITE
+    f, s = img.shape[0], spec.SPRITE
     x0, y0, x1, y1 = max(sx, 0), max(sy, 0), min(sx + s, f), min(sy + s, f)
     if x0 >= x1 or y0 >= y1:
         return
@@ -167,7 +167,7 @@ class SimWorld:
     biome2: int = -1
     mix: float = 0.0
     weather: int = 0
-    minute: int = ws.TIME_MINUTES[1]
+    minute: int = spec.TIME_MINUTES[1]
     t: int = 0
     players: list[list[int]] = field(default_factory=list)  # [x, y, slot]
     creatures: list[Creature] = field(default_factory=list)
@@ -176,7 +176,7 @@ class SimWorld:
 
     @property
     def time(self) -> int:
-        return ws.time_label(self.minute)
+        return spec.time_label(self.minute)
 
     def tokens(self, tx, ty) -> np.ndarray:
         out = terrain_tokens(self.seed, self.biome, tx, ty, self.biome2, self.mix)
@@ -189,57 +189,63 @@ class SimWorld:
 
     def add_player(self) -> int:
         slot = len(self.players)
-        self.players.append([*ws.player_spawn(slot), slot])
+        self.players.append([*spec.player_spawn(slot), slot])
         return slot
 
     def spawn_creature(self, kind: int, near: int = 0) -> None:
         px, py = self.players[near][:2] if self.players else (0, 0)
-        dx, dy = ws.spawn_offset(self.seed, self.t, self.spawned)
+        dx, dy = spec.spawn_offset(self.seed, self.t, self.spawned)
         self.creatures.append(Creature(kind, px + dx, py + dy, self.spawned))
         self.spawned += 1
 
     def place(self, thing: int, near: int = 0) -> None:
-        for tx, ty, token in ws.place_cells(thing, *self.players[near][:2]):
+        for tx, ty, token in spec.place_cells(thing, *self.players[near][:2]):
             self.overrides[(tx, ty)] = token
 
     def step(self, keys: list) -> None:
         """Advance one frame; keys[i] is the held key set of player i."""
         for player, held in zip(self.players, keys, strict=True):
-            dx, dy = ws.keys_to_dir(held)
-            player[0], player[1] = ws.move(
-                player[0], player[1], dx, dy, ws.PLAYER_SPEED, self.is_solid
+            dx, dy = spec.keys_to_dir(held)
+            player[0], player[1] = spec.move(
+                player[0], player[1], dx, dy, spec.PLAYER_SPEED, self.is_solid
             )
         for c in self.creatures:
-            dx, dy = ws.creature_dir(self.seed, c.ident, self.t)
-            c.x, c.y = ws.move(c.x, c.y, dx, dy, ws.CREATURE_SPEED, self.is_solid)
+            dx, dy = spec.creature_dir(self.seed, c.ident, self.t)
+            c.x, c.y = spec.move(c.x, c.y, dx, dy, spec.CREATURE_SPEED, self.is_solid)
         self.t += 1
-        if self.t % ws.FRAMES_PER_MINUTE == 0:
-            self.minute = (self.minute + 1) % ws.DAY_MINUTES
+        if self.t % spec.FRAMES_PER_MINUTE == 0:
+            self.minute = (self.minute + 1) % spec.DAY_MINUTES
 
     def scene(self, viewer: int) -> Scene:
         cx, cy, _ = self.players[viewer]
         tx0, ty0, ox, oy = window_origin(cx, cy)
-        ty, tx = np.mgrid[ty0 : ty0 + ws.WINDOW, tx0 : tx0 + ws.WINDOW]
-        sprites = np.full((1, ws.MAX_SPRITES, 3), -1)
-        entities = [(slot % ws.AVATAR_COLORS, x, y) for x, y, slot in self.players]
+        ty, tx = np.mgrid[ty0 : ty0 + spec.WINDOW, tx0 : tx0 + spec.WINDOW]
+        sprites = np.full((1, spec.MAX_SPRITES, 3), -1)
+        entities = [(slot % spec.AVATAR_COLORS, x, y) for x, y, slot in self.players]
         # the viewer's own avatar is drawn last, on top
         entities.append(entities.pop(viewer))
-        entities = [(ws.AVATAR_COLORS + c.kind, c.x, c.y) for c in self.creatures] + entities
+        entities = [(spec.AVATAR_COLORS + c.kind, c.x, c.y) for c in self.creatures] + entities
         visible = [
-            (k, x - cx + ws.FRAME // 2 - ws.SPRITE // 2, y - cy + ws.FRAME // 2 - ws.SPRITE // 2)
+            (
+                k,
+                x - cx + spec.FRAME // 2 - spec.SPRITE // 2,
+                y - cy + spec.FRAME // 2 - spec.SPRITE // 2,
+            )
             for k, x, y in entities
         ]
         visible = [
-            v for v in visible if -ws.SPRITE < v[1] < ws.FRAME and -ws.SPRITE < v[2] < ws.FRAME
+            v
+            for v in visible
+            if -spec.SPRITE < v[1] < spec.FRAME and -spec.SPRITE < v[2] < spec.FRAME
         ]
-        for i, v in enumerate(visible[-ws.MAX_SPRITES :]):
+        for i, v in enumerate(visible[-spec.MAX_SPRITES :]):
             sprites[0, i] = v
         return Scene(
             tokens=self.tokens(tx, ty)[None],
             offset=np.array([[ox, oy]]),
             weather=np.array([self.weather]),
             minute=np.array([self.minute]),
-            phase=np.array([ws.overlay_phase(self.weather, self.t)]),
+            phase=np.array([spec.overlay_phase(self.weather, self.t)]),
             sprites=sprites,
         )
 
@@ -249,8 +255,8 @@ class SimWorld:
 
 def random_biomes(rng: np.random.Generator, batch: int, mixed: float = 0.3) -> tuple:
     """(biome, biome2 (-1: none), mix) per sample: a share of worlds mixes two biomes."""
-    biome = rng.integers(0, len(ws.BIOMES), batch)
-    other = (biome + rng.integers(1, len(ws.BIOMES), batch)) % len(ws.BIOMES)
+    biome = rng.integers(0, len(spec.BIOMES), batch)
+    other = (biome + rng.integers(1, len(spec.BIOMES), batch)) % len(spec.BIOMES)
     biome2 = np.where(rng.random(batch) < mixed, other, -1)
     mix = np.where(biome2 >= 0, rng.uniform(0.35, 0.65, batch), 0.0)
     return biome, biome2, mix
@@ -258,17 +264,17 @@ def random_biomes(rng: np.random.Generator, batch: int, mixed: float = 0.3) -> t
 
 def random_minutes(rng: np.random.Generator, batch: int) -> np.ndarray:
     """Minutes of the day: half at the named moments, half anywhere."""
-    named = np.array(ws.TIME_MINUTES)[rng.integers(0, len(ws.TIMES), batch)]
-    return np.where(rng.random(batch) < 0.5, named, rng.integers(0, ws.DAY_MINUTES, batch))
+    named = np.array(spec.TIME_MINUTES)[rng.integers(0, len(spec.TIMES), batch)]
+    return np.where(rng.random(batch) < 0.5, named, rng.integers(0, spec.DAY_MINUTES, batch))
 
 
 def random_scenes(
     rng: np.random.Generator,
     batch: int,
     sprite_prob: float = 0.6,
-    max_sprites: int = ws.MAX_SPRITES,
+    max_sprites: int = spec.MAX_SPRITES,
     seeds: tuple[int, int] = (0, TRAIN_SEED_LIMIT),
-    frame: int = ws.FRAME,
+    frame: int = spec.FRAME,
     things: float = 0.15,
     mixed: float = 0.3,
 ) -> tuple:
@@ -281,7 +287,7 @@ def random_scenes(
     cam = rng.integers(-3000, 3000, (batch, 2))
     cam[rng.random(batch) < 0.2] //= 50  # often near the spawn zone
     tiles = np.array([window_origin(x, y, frame) for x, y in cam])  # (B, 4)
-    g = np.arange(frame // ws.TILE + 3)
+    g = np.arange(frame // spec.TILE + 3)
     tx = tiles[:, 0, None, None] + g[None, None, :]
     ty = tiles[:, 1, None, None] + g[None, :, None]
     tokens = terrain_tokens(
@@ -290,16 +296,16 @@ def random_scenes(
     if things:
         placed = rng.random(tokens.shape) < things * (rng.random(batch) < 0.5)[:, None, None]
         tokens = np.where(
-            placed, ws.BIOME_TOKENS + rng.integers(0, len(ws.THINGS), tokens.shape), tokens
+            placed, spec.BIOME_TOKENS + rng.integers(0, len(spec.THINGS), tokens.shape), tokens
         )
-    sprites = np.full((batch, ws.MAX_SPRITES, 3), -1)
+    sprites = np.full((batch, spec.MAX_SPRITES, 3), -1)
     for i in range(batch):
         if rng.random() < sprite_prob:
             n = rng.integers(1, max_sprites + 1)
-            sprites[i, :n, 0] = rng.integers(0, ws.SPRITE_KINDS, n)
-            sprites[i, :n, 1:] = rng.integers(-ws.SPRITE + 1, frame, (n, 2))
-    weather = rng.integers(0, len(ws.WEATHERS), batch)
-    phase = rng.integers(0, ws.OVERLAY, (batch, 2))
+            sprites[i, :n, 0] = rng.integers(0, spec.SPRITE_KINDS, n)
+            sprites[i, :n, 1:] = rng.integers(-spec.SPRITE + 1, frame, (n, 2))
+    weather = rng.integers(0, len(spec.WEATHERS), batch)
+    phase = rng.integers(0, spec.OVERLAY, (batch, 2))
     scene = Scene(
         tokens=tokens,
         offset=tiles[:, 2:],
@@ -321,10 +327,10 @@ def random_windows(rng: np.random.Generator, batch: int, margin: int = 4) -> tup
     biome, biome2, mix = random_biomes(rng, batch)
     chunk = rng.integers(-40, 40, (batch, 2))
     chunk[rng.random(batch) < 0.25] = rng.integers(-1, 1, (1, 2))  # spawn chunks
-    g = np.arange(ws.CHUNK + 2 * margin) - margin
-    tx = chunk[:, 0, None, None] * ws.CHUNK + g[None, None, :]
-    ty = chunk[:, 1, None, None] * ws.CHUNK + g[None, :, None]
+    g = np.arange(spec.CHUNK + 2 * margin) - margin
+    tx = chunk[:, 0, None, None] * spec.CHUNK + g[None, None, :]
+    ty = chunk[:, 1, None, None] * spec.CHUNK + g[None, :, None]
     tokens = terrain_tokens(
         seed[:, None, None], biome[:, None, None], tx, ty, biome2[:, None, None], mix[:, None, None]
     )
-    return tokens, ws.in_spawn_zone(tx, ty), biome, biome2, mix
+    return tokens, spec.in_spawn_zone(tx, ty), biome, biome2, mix

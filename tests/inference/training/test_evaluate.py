@@ -18,7 +18,7 @@ from inference.training.evaluation.measures import EVENT_KINDS, PSNR_CAP, Judge,
 from inference.training.evaluation.motion import REVISIT_SIDES, phase_shift
 from inference.training.evaluation.prompts import biome_hits
 from inference.training.evaluation.rollouts import stratified_prompts
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.engine import WEIGHTS_DIR
 from inference.world.model import LIGHT_STEPS, ModelConfig, Renderer
 
@@ -27,22 +27,22 @@ def simulator_renderer() -> Renderer:
     """A Renderer whose frozen tables are the simulator's textures, sprites, light and
     atmospheres: it draws exactly what `sim.render` draws."""
     r = Renderer(ModelConfig())
-    tex = np.zeros((ws.NUM_TOKENS + 2, ws.TILE * ws.TILE, 3))
-    tex[: ws.NUM_TOKENS] = sim.TEXTURES.reshape(ws.NUM_TOKENS, -1, 3)
+    tex = np.zeros((spec.NUM_TOKENS + 2, spec.TILE * spec.TILE, 3))
+    tex[: spec.NUM_TOKENS] = sim.TEXTURES.reshape(spec.NUM_TOKENS, -1, 3)
     alpha, atmo = sim.OVERLAYS[..., 3:], sim.ATMOSPHERE_AFFINE[:, None, None]  # (9, 1, 1, 2, 3)
     keep = (1 - alpha) * atmo[..., 0, :]
     add = (1 - alpha) * atmo[..., 1, :] + sim.OVERLAYS[..., :3] * alpha
-    light = sim.light_affine(np.arange(LIGHT_STEPS) * (ws.DAY_MINUTES // LIGHT_STEPS))
-    tables = (tex, sim.SPRITES.reshape(ws.SPRITE_KINDS, -1, 4), keep, add, light.reshape(-1, 6))
+    light = sim.light_affine(np.arange(LIGHT_STEPS) * (spec.DAY_MINUTES // LIGHT_STEPS))
+    tables = (tex, sim.SPRITES.reshape(spec.SPRITE_KINDS, -1, 4), keep, add, light.reshape(-1, 6))
     r._frozen = tuple(torch.tensor(t, dtype=torch.float32) for t in tables)
     return r
 
 
 def truthful_encoder(weather: int, minute: int):
     """An encoder head that names the true atmosphere and half hour."""
-    half = minute // (ws.DAY_MINUTES // LIGHT_STEPS)
+    half = minute // (spec.DAY_MINUTES // LIGHT_STEPS)
     logits = {
-        "weather": torch.eye(len(ws.WEATHERS))[weather][None],
+        "weather": torch.eye(len(spec.WEATHERS))[weather][None],
         "minute": torch.eye(LIGHT_STEPS)[half][None],
     }
     return SimpleNamespace(frame=lambda x: logits)
@@ -67,13 +67,13 @@ def test_the_simulator_renderer_matches_the_simulator(renderer):
         for i in range(3)
     ]
     out = render_latents(renderer, lats)
-    assert out.shape == (3, ws.FRAME, ws.FRAME, 3)
+    assert out.shape == (3, spec.FRAME, spec.FRAME, 3)
     assert np.abs(out.astype(int) - sim.render(scene)).max() <= 1
 
 
 @pytest.mark.timeout(900)  # nine full searches (offset, phase, light) on two cores
 def test_the_codec_search_recovers_every_atmosphere_exactly(renderer):
-    scene = codec_scenes(np.random.default_rng(1), len(ws.WEATHERS))
+    scene = codec_scenes(np.random.default_rng(1), len(spec.WEATHERS))
     frames = sim.render(scene)
     for i, frame in enumerate(frames):
         encoder = truthful_encoder(int(scene.weather[i]), int(scene.minute[i]))
@@ -84,7 +84,7 @@ def test_the_codec_search_recovers_every_atmosphere_exactly(renderer):
             lat["tokens"][rows, cols].numpy(), scene.tokens[i][rows, cols]
         )
         assert lat["avatar"] == scene.sprites[i, 0, 0]
-        assert psnr(render_latents(renderer, [lat])[0], frame) > 45, ws.WEATHERS[i]
+        assert psnr(render_latents(renderer, [lat])[0], frame) > 45, spec.WEATHERS[i]
 
 
 def test_visible_tiles_are_the_tiles_wholly_inside_the_frame():
@@ -94,7 +94,7 @@ def test_visible_tiles_are_the_tiles_wholly_inside_the_frame():
 
 
 def test_phase_shift_measures_how_far_the_picture_moved():
-    world = sim.SimWorld(seed=5, biome=ws.BIOMES.index("city"))
+    world = sim.SimWorld(seed=5, biome=spec.BIOMES.index("city"))
     world.add_player()
     a = world.render()
     world.players[0][0] += 6  # camera right: the picture moves left
@@ -114,14 +114,14 @@ def test_psnr_caps_identical_frames_and_can_ignore_pixels():
 
 
 def probs_with(**shares) -> np.ndarray:
-    p = np.full(len(ws.BIOMES), 0.01)
+    p = np.full(len(spec.BIOMES), 0.01)
     for name, share in shares.items():
-        p[ws.BIOMES.index(name)] = share
+        p[spec.BIOMES.index(name)] = share
     return p / p.sum()
 
 
 def test_a_mixed_prompt_counts_only_when_both_biomes_show():
-    forest, desert = ws.BIOMES.index("forest"), ws.BIOMES.index("desert")
+    forest, desert = spec.BIOMES.index("forest"), spec.BIOMES.index("desert")
     mixed = {"biome": forest, "biome2": desert}
     assert all(biome_hits(probs_with(forest=0.5, desert=0.4), mixed).values())
     # a pure forest whose runner-up happens to be desert: desert is not really there
@@ -133,12 +133,12 @@ def test_a_mixed_prompt_counts_only_when_both_biomes_show():
 
 
 def test_stratified_prompts_ask_for_every_biome_and_atmosphere():
-    prompts = stratified_prompts(np.random.default_rng(3), 2 * len(ws.BIOMES))
+    prompts = stratified_prompts(np.random.default_rng(3), 2 * len(spec.BIOMES))
     biomes = {labels["biome"] for _, labels in prompts}
     weathers = {labels["weather"] for _, labels in prompts}
-    assert biomes == set(range(len(ws.BIOMES)))
-    assert weathers == set(range(len(ws.WEATHERS)))
-    alone = stratified_prompts(np.random.default_rng(4), len(ws.BIOMES), mixed=False)
+    assert biomes == set(range(len(spec.BIOMES)))
+    assert weathers == set(range(len(spec.WEATHERS)))
+    alone = stratified_prompts(np.random.default_rng(4), len(spec.BIOMES), mixed=False)
     assert all(labels["biome2"] == -1 for _, labels in alone)
 
 
@@ -160,9 +160,9 @@ def test_drawn_wants_the_frame_to_move_toward_the_reference():
 
 
 def test_a_revisit_loop_brings_the_particles_back_where_they_were():
-    for weather in range(len(ws.WEATHERS)):
+    for weather in range(len(spec.WEATHERS)):
         for side in REVISIT_SIDES:
-            assert ws.overlay_phase(weather, 1) == ws.overlay_phase(weather, 1 + 4 * side)
+            assert spec.overlay_phase(weather, 1) == spec.overlay_phase(weather, 1 + 4 * side)
 
 
 def test_the_report_has_a_table_per_concept():
@@ -182,7 +182,7 @@ def test_the_judge_splits_its_belief_on_a_frame_showing_two_biomes():
     rng = np.random.default_rng(4)
     scene, _ = sim.random_scenes(rng, 1, sprite_prob=0.0, things=0.0, mixed=0.0)
     scene.weather[:], scene.minute[:] = 0, 720
-    desert, snow = ws.BIOMES.index("desert"), ws.BIOMES.index("snow")
+    desert, snow = spec.BIOMES.index("desert"), spec.BIOMES.index("snow")
     w = scene.tokens.shape[-1]
     tx, ty = np.meshgrid(np.arange(w), np.arange(w))
     left = sim.terrain_tokens(1, desert, tx, ty)
