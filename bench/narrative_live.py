@@ -29,8 +29,6 @@ from inference.narrative.narrator import Narrator
 from inference.serving import messages as m
 from inference.serving.session import SessionStatus
 
-# --- part 2: frames of 8 live players, with and without chat --------------------------------
-
 START_S = 240.0  # every world built and live (8 builds queue on one engine thread)
 WARM_S = 10.0  # the first chunks grown, buffers full
 STOP_S = 30.0  # a graceful stop; past it the worker's task is cancelled

@@ -15,7 +15,6 @@ KEY_SETS = [[], ["w"], ["a"], ["s"], ["d"], ["w", "d"], ["s", "a"], ["space"]]
 STATS_SETTLE_S = 5.5  # a little over the workers' STATS_EVERY_S
 
 
-# --- players ----------------------------------------------------------------------------------
 class Player:
     def __init__(self, index: int, session_id: str, rng: random.Random, slot: int = 0):
         self.index, self.session_id, self.rng, self.slot = index, session_id, rng, slot

@@ -34,7 +34,6 @@ def seats_needed(args) -> int:
     return max(args.players, args.rooms * args.players_per_room)
 
 
-# --- setup ------------------------------------------------------------------------------------
 def prepare_database(args) -> None:
     import psycopg
 

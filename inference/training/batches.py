@@ -27,9 +27,6 @@ def to_t(x, dtype=torch.long, device="cpu") -> torch.Tensor:
     return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
 
 
-# ---------------------------------------------------------------- data
-
-
 def text_dataset(cfg: TrainConfig) -> dict[str, torch.Tensor]:
     """Embedded phrasings with labels, cached on disk (MiniLM costs a minute on 2 cores)."""
     # the phrasing code's and banks' hash in the name: a widened bank is embedded again

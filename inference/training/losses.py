@@ -22,8 +22,6 @@ from inference.training.batches import (
 )
 from inference.world import spec
 
-# ---------------------------------------------------------------- losses
-
 
 def text_loss(heads, text, kind: str, batch: int, device, gen=None) -> torch.Tensor:
     """Cross-entropy of every head of ``kind`` ("prompt" or "event") on a batch of embedded

@@ -10,8 +10,6 @@ from inference.training.evaluation.measures import CENTRE, EVAL_SEEDS, means, ps
 from inference.world import spec
 from inference.world.model import LIGHT_STEPS, Renderer
 
-# ---------------------------------------------------------------- 1. codec
-
 
 def codec_scenes(rng, n: int) -> sim.Scene:
     """Simulator frames as the engine serves them: every atmosphere in turn, its particles on

@@ -27,8 +27,6 @@ from inference.training.evaluation.rollouts import (
 from inference.world import spec
 from inference.world.engine import UnsupportedEvent
 
-# ---------------------------------------------------------------- 5. events
-
 
 def event_cases(rounds: int) -> list[tuple[str, int]]:
     """Every value of every event kind, `rounds` times."""

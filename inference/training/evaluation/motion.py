@@ -17,8 +17,6 @@ from inference.training.evaluation.rollouts import (
 from inference.world import spec
 from inference.world.state import CreatureState
 
-# ---------------------------------------------------------------- 2-3. motion and revisits
-
 
 def phase_shift(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     """Integer (dx, dy) by which the content of a moved to reach b (phase correlation)."""

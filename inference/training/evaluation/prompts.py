@@ -26,8 +26,6 @@ from inference.training.evaluation.rollouts import (
 from inference.world import spec
 from inference.world.engine import UnsupportedEvent
 
-# ---------------------------------------------------------------- 4. prompts
-
 
 def biome_hits(probs: np.ndarray, labels: dict) -> dict[int, bool]:
     """Whether each biome a prompt names shows, from the classifier's mean probabilities over

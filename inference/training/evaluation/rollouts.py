@@ -8,8 +8,6 @@ from inference.training import simulator as sim
 from inference.training.evaluation.measures import EVAL_SEEDS, MOVES, SPLIT, STILL
 from inference.world import spec
 
-# ---------------------------------------------------------------- engine helpers
-
 
 def unseen_seed(rng) -> int:
     return int(rng.integers(*EVAL_SEEDS))

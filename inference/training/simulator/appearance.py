@@ -7,8 +7,6 @@ import numpy as np
 
 from inference.world import spec
 
-# ---------------------------------------------------------------- appearance
-
 _PALETTE = {  # biome: ground, ground_var, obstacle, water (RGB 0-255)
     "meadow": [(86, 160, 60), (98, 170, 70), (36, 96, 40), (60, 110, 200)],
     "forest": [(72, 94, 46), (58, 122, 62), (26, 66, 30), (50, 90, 150)],
