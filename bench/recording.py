@@ -42,7 +42,7 @@ EVENTS = ["it starts to snow", "a fox runs past", "a lantern appears", "night fa
 FPS = 24.0
 
 
-def play(engine, sessions: int, seconds: float, record: bool, seed: int):
+def play(engine, sessions: int, seconds: float, record: bool, seed: int) -> tuple[float, int, dict]:
     """-> (CPU seconds per frame sent, frames sent, {session: parts})."""
     core = EngineCore(engine, fps=FPS)
     rng = random.Random(seed)

@@ -30,11 +30,13 @@ from pathlib import Path
 
 import httpx
 import websockets
-from play import Player, make_players, percentile, prepare_database  # bench/ is sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.play import percentile  # noqa: E402
+from bench.play_players import Player  # noqa: E402
+from bench.play_stack import make_players, prepare_database  # noqa: E402
 from inference.serving.placement import RedisPlacement  # noqa: E402
 from tests.stack import (  # noqa: E402
     Processes,
@@ -50,7 +52,7 @@ TRACEMALLOC_EVERY_S = 60  # between a worker's tracemalloc reports in its log
 TRACEMALLOC_HEAD = "tracemalloc: top 15 sites"  # how the worker command starts a report
 
 
-def parse_args():
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--players", type=int, default=16)
     parser.add_argument("--spectators", type=int, default=200)
@@ -144,7 +146,7 @@ def rss_sample(procs: Processes) -> dict[str, float]:
     return {name: mb for name, mb in sample.items() if mb is not None}
 
 
-async def sample_rss_each_minute(procs: Processes, started: float, end: float, rows: list):
+async def sample_rss_each_minute(procs: Processes, started: float, end: float, rows: list) -> None:
     """Append (seconds since start, label, sample) at every whole minute before ``end``."""
     minute = 1
     while started + 60 * minute < end - 1:

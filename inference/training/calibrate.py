@@ -18,8 +18,8 @@ import torch
 from tqdm import tqdm
 
 from inference.training import simulator as sim
-from inference.training.evaluate import kind_counts, simulator_kind_mix, total_variation
-from inference.world import spec as ws
+from inference.training.evaluation.prompts import kind_counts, simulator_kind_mix, total_variation
+from inference.world import spec
 from inference.world.engine import WorldEngine
 from inference.world.model import WorldModel
 
@@ -31,7 +31,7 @@ BIAS_MAX = 4.0
 
 def prompts_by_biome(rng, worlds: int) -> dict[int, list[tuple[str, int]]]:
     """Training-split prompts naming one biome, with training seeds: {biome: [(text, seed)]}."""
-    out: dict[int, list[tuple[str, int]]] = {b: [] for b in range(len(ws.BIOMES))}
+    out: dict[int, list[tuple[str, int]]] = {b: [] for b in range(len(spec.BIOMES))}
     while any(len(v) < worlds for v in out.values()):
         text, labels = sim.world_prompt(rng, "train")
         b = labels["biome"]
@@ -50,7 +50,7 @@ def generated_mix(engine: WorldEngine, prompts: dict[int, list[tuple[str, int]]]
         for wid in wids:
             engine.add_player(wid)
     engine.grow_ahead(max_rounds=CHUNKS, frames=64)
-    counts = np.zeros((len(ws.BIOMES), len(ws.TILE_KINDS)))
+    counts = np.zeros((len(spec.BIOMES), len(spec.TILE_KINDS)))
     for b, wids in opened.items():
         for wid in wids:
             counts[b] += kind_counts(engine.worlds[wid], b)
@@ -68,20 +68,20 @@ def calibrate_kinds(
     path = Path(out) / "world_model.safetensors"
     model = WorldModel.from_file(path)
     engine = WorldEngine(model)
-    k = len(ws.TILE_KINDS)
+    k = len(spec.TILE_KINDS)
     ref = np.stack(
-        [simulator_kind_mix(b, first_seed=seed, worlds=worlds) for b in range(len(ws.BIOMES))]
+        [simulator_kind_mix(b, first_seed=seed, worlds=worlds) for b in range(len(spec.BIOMES))]
     )
     prompts = prompts_by_biome(np.random.default_rng(seed + 77), worlds)
     model.generator.kind_bias.zero_()  # a fresh fit, whatever the weights held
-    bias = torch.zeros(len(ws.BIOMES), k)
+    bias = torch.zeros(len(spec.BIOMES), k)
     gen = generated_mix(engine, prompts)
     before = total_variation(gen, ref)
     bar = tqdm(range(rounds), desc="calibrate tile kinds")
     for _ in bar:
         step = np.log(ref + 1e-3) - np.log(gen + 1e-3)
         bias = (bias + RATE * torch.from_numpy(step).float()).clamp(-BIAS_MAX, BIAS_MAX)
-        model.generator.kind_bias[: ws.BIOME_TOKENS] = bias.flatten()
+        model.generator.kind_bias[: spec.BIOME_TOKENS] = bias.flatten()
         gen = generated_mix(engine, prompts)
         bar.set_postfix(tv=f"{total_variation(gen, ref).mean():.3f}")
     tv = total_variation(gen, ref)
@@ -91,6 +91,6 @@ def calibrate_kinds(
         "after": round(float(tv.mean()), 3),
         "by_biome": {
             name: [round(float(before[b]), 3), round(float(tv[b]), 3)]
-            for b, name in enumerate(ws.BIOMES)
+            for b, name in enumerate(spec.BIOMES)
         },
     }

@@ -31,8 +31,7 @@ import torch.nn.functional as F
 from inference.training.icons import CONCRETE, SCENE
 from inference.training.simulator import phrasing
 from inference.world import concepts as vocab
-from inference.world import reading, vocabulary
-from inference.world import spec as ws
+from inference.world import reading, spec, vocabulary
 from inference.world import text as text_encoder
 from inference.world.concepts import BEHAVIOURS
 from inference.world.sprites import WEIGHTS, ConceptModel
@@ -128,8 +127,8 @@ def _nothing(rng: np.random.Generator, said: list[str]) -> str:
         return str(rng.choice(said))
     kind = str(rng.choice(["weather", "time", "place"]))
     if kind == "place":
-        return phrasing._biome_phrase(rng, int(rng.integers(len(ws.BIOMES))), "train")[0]
-    size = len(ws.WEATHERS) if kind == "weather" else len(ws.TIMES)
+        return phrasing._biome_phrase(rng, int(rng.integers(len(spec.BIOMES))), "train")[0]
+    size = len(spec.WEATHERS) if kind == "weather" else len(spec.TIMES)
     return phrasing.event_for(rng, kind, int(rng.integers(size)), "train")
 
 
@@ -160,8 +159,8 @@ def _drawn_event(rng: np.random.Generator) -> tuple[str, int]:
     """One of the world model's own creature or thing events, as its phrasing banks say it,
     and the index of what it names in `spec.DRAWN_NAMES`."""
     kind = "creature" if rng.random() < 0.5 else "thing"
-    value = int(rng.integers(len(ws.CREATURES if kind == "creature" else ws.THINGS)))
-    drawn = value if kind == "creature" else len(ws.CREATURES) + value
+    value = int(rng.integers(len(spec.CREATURES if kind == "creature" else spec.THINGS)))
+    drawn = value if kind == "creature" else len(spec.CREATURES) + value
     return phrasing.event_for(rng, kind, value, "train"), drawn
 
 
@@ -211,7 +210,7 @@ def reader_corpus(rng: np.random.Generator, concepts) -> list[tuple[str, list[tu
             parts = [(sa, a.index), (str(rng.choice(PAIRS)), -1), (sb, b.index)]
         else:
             place, x = (
-                phrasing._biome_phrase(rng, int(rng.integers(len(ws.BIOMES))), "train")[0],
+                phrasing._biome_phrase(rng, int(rng.integers(len(spec.BIOMES))), "train")[0],
                 rng.random(),
             )
             if x < 0.2:
@@ -268,7 +267,7 @@ def _twin_table(concepts, key_of: torch.Tensor) -> torch.Tensor:
     """(D, T) for each of the model's own names, the trained concepts of the same name (the
     emoji fox is the model's fox: a span may read as either), padded with -1."""
     rows = []
-    for name in ws.DRAWN_NAMES:
+    for name in spec.DRAWN_NAMES:
         said = {name, *phrasing.CREATURE_NOUNS.get(name, [])}
         rows.append(
             [int(key_of[c.index]) for c in concepts if c.split == "train" and said & set(c.names)]
@@ -317,7 +316,7 @@ def train(images: Path, steps: int, seed: int, log_every: int = 500) -> ConceptM
     span_vecs, text_vecs, span_of = embed_corpus(corpus)
     print(f"{len(train_idx)} concepts, {len(name_rows)} names, {len(corpus)} reader texts")
     # only trained concepts are candidates, and the model's own names after them
-    drawn = torch.from_numpy(text_encoder.embed(list(ws.DRAWN_NAMES)))
+    drawn = torch.from_numpy(text_encoder.embed(list(spec.DRAWN_NAMES)))
     name_keys = torch.cat([torch.from_numpy(names)[train_idx], drawn])
     none = len(name_keys)
     key_of = torch.full((len(concepts) + 1,), none, dtype=torch.long)  # -1: none

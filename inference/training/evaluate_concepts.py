@@ -24,7 +24,7 @@ import torch
 
 from inference.training.concepts import DATA, load_images, read_tsv
 from inference.world import concepts as vocab
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world import text as text_encoder
 from inference.world.concepts import BEHAVIOURS
 from inference.world.reading import Reader
@@ -87,7 +87,7 @@ def frozen_table(reader: Reader) -> dict:
         order = np.argsort(-sims)[:3]
         base1 += order[0] == label
         base3 += label in order
-    empty = sum(not reader.things(p, known=ws.DRAWN_NAMES) for p in nothing)
+    empty = sum(not reader.things(p, known=spec.DRAWN_NAMES) for p in nothing)
     n = len(naming)
     return {
         "rows": n,

@@ -25,7 +25,7 @@ import numpy as np
 
 from inference.training.concepts import DATA, DESCRIPTIONS, is_tuning, read_tsv
 from inference.world import concepts as vocab
-from inference.world import spec as ws
+from inference.world import spec
 from inference.world.reading import Reader
 from inference.world.sprites import WEIGHTS
 
@@ -46,7 +46,7 @@ def tuning_rows() -> tuple[list[tuple[str, int]], list[str]]:
         for p, c in read_tsv(DESCRIPTIONS)
         if c in by_name and by_name[c].split == "train" and is_tuning(p)
     ]
-    nothing = [p for kind in ("weather", "time") for p in ws.EVENT_PHRASES[kind].values()]
+    nothing = [p for kind in ("weather", "time") for p in spec.EVENT_PHRASES[kind].values()]
     nothing += [p for p, _ in read_tsv(NOTHING)]
     return naming, nothing
 
@@ -93,7 +93,7 @@ def sweep_more(reader: Reader, name_min: float) -> list[tuple[float, float, floa
 
 
 def _got(reader: Reader, text: str) -> set[int]:
-    return {m.concept.index for m in reader.things(text, known=ws.DRAWN_NAMES)}
+    return {m.concept.index for m in reader.things(text, known=spec.DRAWN_NAMES)}
 
 
 def main() -> None:

@@ -1,16 +1,18 @@
 """Reference simulator: training and evaluation only, never imported by the serving path."""
 
-from inference.training.simulator.phrasing import event_for, event_text, world_prompt
-from inference.training.simulator.world import (
+from inference.training.simulator.appearance import (
     ATMOSPHERE_AFFINE,
     OVERLAYS,
     SOLID,
     SPRITES,
     TEXTURES,
+    light_affine,
+)
+from inference.training.simulator.phrasing import event_for, event_text, world_prompt
+from inference.training.simulator.world import (
     TRAIN_SEED_LIMIT,
     Scene,
     SimWorld,
-    light_affine,
     random_biomes,
     random_scenes,
     random_windows,

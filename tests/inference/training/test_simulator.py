@@ -4,8 +4,7 @@ import numpy as np
 
 from inference.training import simulator as sim
 from inference.training.simulator import phrasing
-from inference.world import spec as ws
-from inference.world import vocabulary
+from inference.world import spec, vocabulary
 
 
 def test_the_same_seed_renders_the_same_world():
@@ -17,20 +16,20 @@ def test_the_same_seed_renders_the_same_world():
 
 
 def test_frames_are_served_at_128_and_crops_are_the_same_pixels():
-    world = sim.SimWorld(seed=4, biome=ws.BIOMES.index("ruins"))
+    world = sim.SimWorld(seed=4, biome=spec.BIOMES.index("ruins"))
     world.add_player()
     full = world.render()
-    assert full.shape == (ws.FRAME, ws.FRAME, 3)
+    assert full.shape == (spec.FRAME, spec.FRAME, 3)
     # the 64-pixel training crop around the same camera is the middle of the served frame
     tx0, ty0, ox, oy = sim.window_origin(0, 0, 64)
-    ty, tx = np.mgrid[ty0 : ty0 + 64 // ws.TILE + 3, tx0 : tx0 + 64 // ws.TILE + 3]
+    ty, tx = np.mgrid[ty0 : ty0 + 64 // spec.TILE + 3, tx0 : tx0 + 64 // spec.TILE + 3]
     crop = sim.Scene(
         tokens=world.tokens(tx, ty)[None],
         offset=np.array([[ox, oy]]),
         weather=np.array([0]),  # clear: no particles, which are laid out per frame
         minute=np.array([world.minute]),
         phase=np.zeros((1, 2), int),
-        sprites=np.full((1, ws.MAX_SPRITES, 3), -1),
+        sprites=np.full((1, spec.MAX_SPRITES, 3), -1),
     )
     without_avatar = sim.render(sim.Scene(**{**world.scene(0).__dict__, "sprites": crop.sprites}))
     np.testing.assert_array_equal(sim.render(crop)[0], without_avatar[0, 32:96, 32:96])
@@ -38,31 +37,31 @@ def test_frames_are_served_at_128_and_crops_are_the_same_pixels():
 
 def test_random_scenes_render_at_any_frame_size():
     rng = np.random.default_rng(0)
-    for frame in (64, ws.FRAME):
+    for frame in (64, spec.FRAME):
         scene, biome = sim.random_scenes(rng, 3, frame=frame)
-        assert scene.tokens.shape == (3, frame // ws.TILE + 3, frame // ws.TILE + 3)
+        assert scene.tokens.shape == (3, frame // spec.TILE + 3, frame // spec.TILE + 3)
         assert sim.render(scene).shape == (3, frame, frame, 3)
         assert biome.shape == (3,)
 
 
 def test_the_spawn_zone_is_always_walkable():
-    lo, hi = ws.SPAWN_ZONE
+    lo, hi = spec.SPAWN_ZONE
     ty, tx = np.mgrid[lo : hi + 1, lo : hi + 1]
-    for biome in range(len(ws.BIOMES)):
+    for biome in range(len(spec.BIOMES)):
         tokens = sim.terrain_tokens(123, biome, tx, ty)
         assert not sim.SOLID[tokens].any()
 
 
 def test_a_mixed_world_holds_both_biomes_in_proportion_to_the_mix():
     ty, tx = np.mgrid[-60:60, -60:60]
-    forest, desert = ws.BIOMES.index("forest"), ws.BIOMES.index("desert")
+    forest, desert = spec.BIOMES.index("forest"), spec.BIOMES.index("desert")
     shares = []
     for mix in (0.35, 0.65):
-        biomes = sim.terrain_tokens(7, forest, tx, ty, desert, mix) // len(ws.TILE_KINDS)
+        biomes = sim.terrain_tokens(7, forest, tx, ty, desert, mix) // len(spec.TILE_KINDS)
         assert set(np.unique(biomes)) == {forest, desert}
         shares.append(np.mean(biomes == desert))
     assert 0.1 < shares[0] < shares[1] < 0.9
-    alone = sim.terrain_tokens(7, forest, tx, ty) // len(ws.TILE_KINDS)
+    alone = sim.terrain_tokens(7, forest, tx, ty) // len(spec.TILE_KINDS)
     assert set(np.unique(alone)) == {forest}
 
 
@@ -70,80 +69,80 @@ def test_place_puts_the_things_tokens_beside_the_player_and_draws_them():
     world = sim.SimWorld(seed=3, biome=0)
     world.add_player()
     before = world.render()
-    house = ws.THINGS.index("house")
+    house = spec.THINGS.index("house")
     world.place(house)
-    cells = ws.place_cells(house, 0, 0)
+    cells = spec.place_cells(house, 0, 0)
     assert len(cells) == 9
     for tx, ty, token in cells:
-        assert token == ws.thing_token(house)
+        assert token == spec.thing_token(house)
         assert int(world.tokens(np.array(tx), np.array(ty))) == token
         assert world.is_solid(tx, ty)  # a house blocks; a path would not
     changed = np.abs(world.render().astype(int) - before).sum(2) > 0
-    cx, cy = ws.thing_center(0, 0)  # screen pixels of the placed tiles
-    x0, y0 = (cx - 1) * ws.TILE + ws.FRAME // 2, (cy - 1) * ws.TILE + ws.FRAME // 2
-    assert changed[y0 : y0 + 3 * ws.TILE, x0 : x0 + 3 * ws.TILE].all()
-    assert changed.sum() == 9 * ws.TILE * ws.TILE
+    cx, cy = spec.thing_center(0, 0)  # screen pixels of the placed tiles
+    x0, y0 = (cx - 1) * spec.TILE + spec.FRAME // 2, (cy - 1) * spec.TILE + spec.FRAME // 2
+    assert changed[y0 : y0 + 3 * spec.TILE, x0 : x0 + 3 * spec.TILE].all()
+    assert changed.sum() == 9 * spec.TILE * spec.TILE
 
 
 def test_a_bridge_carries_the_avatar_over_water():
     def walk(bridge: bool) -> int:
         world = sim.SimWorld(seed=3, biome=0)
         world.add_player()
-        world.players[0][1] = ws.TILE // 2  # mid-row: the box overlaps tile row 0 only
+        world.players[0][1] = spec.TILE // 2  # mid-row: the box overlaps tile row 0 only
         for tx in range(1, 10):
             for ty in (-1, 0, 1):
-                world.overrides[(tx, ty)] = ws.token_of(0, 3)  # water
+                world.overrides[(tx, ty)] = spec.token_of(0, 3)  # water
         if bridge:
-            world.place(ws.THINGS.index("bridge"))
+            world.place(spec.THINGS.index("bridge"))
         for _ in range(30):
             world.step([{"d"}])
         return world.players[0][0]
 
-    assert walk(bridge=False) < ws.TILE
+    assert walk(bridge=False) < spec.TILE
     assert walk(bridge=True) == 60
 
 
 def test_light_changes_continuously_with_the_minute():
-    light = sim.light_affine(np.arange(ws.DAY_MINUTES + 1))
+    light = sim.light_affine(np.arange(spec.DAY_MINUTES + 1))
     steps = np.abs(np.diff(light, axis=0)).max()
     assert steps < 0.01  # no jumps from one minute to the next
-    day, night = light[ws.TIME_MINUTES[1]], light[ws.TIME_MINUTES[3]]
+    day, night = light[spec.TIME_MINUTES[1]], light[spec.TIME_MINUTES[3]]
     assert (day[0] > night[0] + 0.3).all()  # but night is much darker than day
     np.testing.assert_allclose(light[0], light[-1])  # and the day wraps round
 
 
 def test_the_clock_advances_the_minute_and_its_name():
-    world = sim.SimWorld(seed=1, biome=0, minute=ws.TIME_MINUTES[2])
+    world = sim.SimWorld(seed=1, biome=0, minute=spec.TIME_MINUTES[2])
     world.add_player()
-    assert ws.TIMES[world.time] == "dusk"
+    assert spec.TIMES[world.time] == "dusk"
     lit = world.render().astype(int).sum()
-    for _ in range(ws.FRAMES_PER_MINUTE * 120):  # two hours later
+    for _ in range(spec.FRAMES_PER_MINUTE * 120):  # two hours later
         world.step([set()])
-    assert world.minute == ws.TIME_MINUTES[2] + 120
-    assert ws.TIMES[world.time] == "night"
+    assert world.minute == spec.TIME_MINUTES[2] + 120
+    assert spec.TIMES[world.time] == "night"
     assert world.render().astype(int).sum() < lit
 
 
 def test_every_atmosphere_looks_different():
-    world = sim.SimWorld(seed=2, biome=ws.BIOMES.index("meadow"))
+    world = sim.SimWorld(seed=2, biome=spec.BIOMES.index("meadow"))
     world.add_player()
     frames = []
-    for weather in range(len(ws.WEATHERS)):
+    for weather in range(len(spec.WEATHERS)):
         world.weather = weather
         frames.append(world.render().astype(int))
     for i in range(len(frames)):
         for j in range(i):
-            assert np.abs(frames[i] - frames[j]).mean() > 1, (ws.WEATHERS[i], ws.WEATHERS[j])
+            assert np.abs(frames[i] - frames[j]).mean() > 1, (spec.WEATHERS[i], spec.WEATHERS[j])
 
 
 def test_solid_tiles_block_the_avatar():
     world = sim.SimWorld(seed=1, biome=0)
     world.add_player()
     for ty in (-1, 0, 1):  # a wall right of the spawn (one rock alone is slid round)
-        world.overrides[(1, ty)] = ws.token_of(0, 2)
+        world.overrides[(1, ty)] = spec.token_of(0, 2)
     for _ in range(10):
         world.step([{"d"}])
-    assert world.players[0][0] + ws.BOX_HALF <= ws.TILE
+    assert world.players[0][0] + spec.BOX_HALF <= spec.TILE
 
 
 def test_world_prompts_are_labelled_and_can_mix_two_biomes():
@@ -151,8 +150,8 @@ def test_world_prompts_are_labelled_and_can_mix_two_biomes():
     drawn = [sim.world_prompt(rng, "eval") for _ in range(400)]
     assert len({text for text, _ in drawn}) > 350
     labels = [lab for _, lab in drawn]
-    assert {lab["biome"] for lab in labels} == set(range(len(ws.BIOMES)))
-    assert {lab["weather"] for lab in labels} == set(range(len(ws.WEATHERS)))
+    assert {lab["biome"] for lab in labels} == set(range(len(spec.BIOMES)))
+    assert {lab["weather"] for lab in labels} == set(range(len(spec.WEATHERS)))
     mixed = [lab for lab in labels if lab["biome2"] >= 0]
     assert 0.15 < len(mixed) / len(labels) < 0.45
     assert all(lab["biome2"] != lab["biome"] for lab in mixed)
@@ -161,7 +160,7 @@ def test_world_prompts_are_labelled_and_can_mix_two_biomes():
 def test_only_the_eval_split_draws_held_out_phrasings():
     name = "thunderstorm"
     held = phrasing.held_out(phrasing.WEATHER_EVENTS[name])[0]
-    value = ws.WEATHERS.index(name)
+    value = spec.WEATHERS.index(name)
     rng = np.random.default_rng(0)
     train = {sim.event_for(rng, "weather", value, split="train") for _ in range(200)}
     evals = {sim.event_for(rng, "weather", value, split="eval") for _ in range(200)}
@@ -171,7 +170,7 @@ def test_only_the_eval_split_draws_held_out_phrasings():
 
 def test_concept_names_hold_every_training_phrasing_of_a_concept_and_no_held_out_one():
     names = phrasing.concept_names()
-    dawn = ws.TIMES.index("dawn")
+    dawn = spec.TIMES.index("dawn")
     assert ("time", dawn, "day breaks") in names  # an event phrasing names the concept too
     assert ("time", dawn, "at sunrise") in names
     texts = {text for _, _, text in names}
@@ -186,13 +185,13 @@ def words(text: str) -> list[str]:
 
 def test_the_vocabulary_names_known_concepts_and_never_a_held_out_phrasing():
     names = phrasing.concept_names()
-    assert ("creature", ws.CREATURES.index("bird"), "owl") in names
-    assert ("thing", ws.THINGS.index("house"), "cabin") in names
+    assert ("creature", spec.CREATURES.index("bird"), "owl") in names
+    assert ("thing", spec.THINGS.index("house"), "cabin") in names
     assert ("unknown", vocabulary.UNKNOWN.index("horse"), "horse") in names
     for kind, spec_names in (
-        ("biome", ws.BIOMES),
-        ("creature", ws.CREATURES),
-        ("thing", ws.THINGS),
+        ("biome", spec.BIOMES),
+        ("creature", spec.CREATURES),
+        ("thing", spec.THINGS),
     ):
         assert set(vocabulary.SYNONYMS[kind]) == set(spec_names)
     # no vocabulary word is a held-out phrasing or a run of its words, so the evaluation's
@@ -216,6 +215,6 @@ def test_events_of_every_kind_have_many_phrasings_with_labels():
     assert len({text for text, _ in drawn}) > 200
     for kind in ("weather", "time", "creature", "thing"):
         assert any(labels[kind] >= 0 for _, labels in drawn), kind
-    for kind, names in (("creature", ws.CREATURES), ("thing", ws.THINGS)):
+    for kind, names in (("creature", spec.CREATURES), ("thing", spec.THINGS)):
         for value in range(len(names)):
             assert sim.event_for(rng, kind, value)

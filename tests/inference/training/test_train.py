@@ -1,5 +1,5 @@
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -7,8 +7,13 @@ import torch
 
 from inference.training import simulator as sim
 from inference.training import train as training
+from inference.training.batches import PromptIndex, remap_kinds, scene_tensors, text_dataset
 from inference.training.calibrate import calibrate_kinds
-from inference.world import spec as ws
+from inference.training.checkpoints import _portable
+from inference.training.config import ROOT, TrainConfig
+from inference.training.finetune import fit_sprites, train_prompt_heads
+from inference.training.losses import losses as step_losses
+from inference.world import spec
 from inference.world.engine import WorldEngine
 from inference.world.model import (
     NAME_KINDS,
@@ -20,7 +25,7 @@ from inference.world.model import (
 
 
 def small_configs(tmp_path):
-    cfg = training.TrainConfig(
+    cfg = TrainConfig(
         steps=4,
         batch_render=4,
         batch_gen=8,
@@ -46,14 +51,14 @@ def test_a_few_training_steps_lower_the_loss(tmp_path):
     torch.manual_seed(0)
     cfg, mcfg = small_configs(tmp_path)
     model, classifier = WorldModel(mcfg), FrameClassifier()
-    text = training.text_dataset(cfg)
-    prompts = training.PromptIndex(text)
+    text = text_dataset(cfg)
+    prompts = PromptIndex(text)
     params = list(model.parameters()) + list(classifier.parameters())
     opt = torch.optim.AdamW(params, lr=3e-3)
 
     def fixed_loss() -> float:
         with torch.no_grad():
-            parts = training.losses(
+            parts = step_losses(
                 np.random.default_rng(7), cfg, mcfg, model, classifier, text, prompts, "cpu"
             )
         return float(sum(parts.values()))
@@ -61,9 +66,7 @@ def test_a_few_training_steps_lower_the_loss(tmp_path):
     before = fixed_loss()
     rng = np.random.default_rng(0)
     for _ in range(25):
-        loss = sum(
-            training.losses(rng, cfg, mcfg, model, classifier, text, prompts, "cpu").values()
-        )
+        loss = sum(step_losses(rng, cfg, mcfg, model, classifier, text, prompts, "cpu").values())
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -84,9 +87,9 @@ def test_training_resumes_from_its_checkpoint_and_exports_weights(tmp_path):
     named = {}
     for kind, i in zip(model.name_kinds.tolist(), model.name_ids.tolist(), strict=True):
         named.setdefault(NAME_KINDS[kind], set()).add(i)
-    assert named["biome"] == set(range(len(ws.BIOMES)))
-    assert named["weather"] == set(range(len(ws.WEATHERS)))
-    assert named["time"] == set(range(len(ws.TIMES)))
+    assert named["biome"] == set(range(len(spec.BIOMES)))
+    assert named["weather"] == set(range(len(spec.WEATHERS)))
+    assert named["time"] == set(range(len(spec.TIMES)))
 
 
 def test_prompt_heads_train_alone_on_the_exported_weights(tmp_path):
@@ -95,7 +98,7 @@ def test_prompt_heads_train_alone_on_the_exported_weights(tmp_path):
     training.train(cfg, mcfg)
     path = Path(cfg.out) / "world_model.safetensors"
     before = WorldModel.from_file(path)
-    acc = training.train_prompt_heads(cfg, steps=3, check=16)
+    acc = train_prompt_heads(cfg, steps=3, check=16)
     after = WorldModel.from_file(path)
     assert set(acc) >= {"biome", "weather", "time"}
     changed = changed_weights(before, after)
@@ -110,11 +113,11 @@ def test_fitting_the_sprites_changes_the_sprite_textures_alone(tmp_path):
     training.train(cfg, mcfg)
     path = Path(cfg.out) / "world_model.safetensors"
     before = WorldModel.from_file(path)
-    errors = training.fit_sprites(cfg, steps=2)
+    errors = fit_sprites(cfg, steps=2)
     after = WorldModel.from_file(path)
     changed = changed_weights(before, after)
     assert changed == {"renderer.sprites"}
-    kinds = {f"avatar {i}" for i in range(ws.AVATAR_COLORS)} | set(ws.CREATURES)
+    kinds = {f"avatar {i}" for i in range(spec.AVATAR_COLORS)} | set(spec.CREATURES)
     assert set(errors["before"]) == set(errors["after"]) == kinds
     assert all(0 <= e <= 255 for e in errors["after"].values())
     meta = json.loads((Path(cfg.out) / "config.json").read_text())
@@ -131,28 +134,28 @@ def test_a_smoke_run_exports_weights_that_serve_128_pixel_frames(tmp_path):
     model = WorldModel.from_file(out / "world_model.safetensors")
     scene, _ = sim.random_scenes(np.random.default_rng(0), 2)
     with torch.no_grad():
-        frames = model.renderer(*training.scene_tensors(scene))
-    assert frames.shape == (2, ws.FRAME, ws.FRAME, 3)
+        frames = model.renderer(*scene_tensors(scene))
+    assert frames.shape == (2, spec.FRAME, spec.FRAME, 3)
     heads = load_classifier(out / "classifier.safetensors")(frames.permute(0, 3, 1, 2))
-    assert heads["biome"].shape == (2, len(ws.BIOMES))
-    assert heads["time"].shape == (2, len(ws.TIMES))
+    assert heads["biome"].shape == (2, len(spec.BIOMES))
+    assert heads["time"].shape == (2, len(spec.TIMES))
     # and the serving engine runs on them: a world from a prompt, stepped
     engine = WorldEngine(model)
     wid = engine.create_world(prompt="a foggy swamp beside a canyon at night", seed=5)
     pid = engine.add_player(wid)
-    assert engine.step({pid: frozenset("d")}, {pid: 3})[pid].shape == (3, ws.FRAME, ws.FRAME, 3)
+    assert engine.step({pid: frozenset("d")}, {pid: 3})[pid].shape == (3, spec.FRAME, spec.FRAME, 3)
     config = json.loads((out / "config.json").read_text())
     assert config["steps_done"] == 2
 
 
 def test_exported_config_records_repository_paths_relative_to_it(tmp_path):
-    inside = training.TrainConfig(out=str(training.ROOT / "inference" / "weights"))
-    recorded = training._portable(training.asdict(inside))
+    inside = TrainConfig(out=str(ROOT / "inference" / "weights"))
+    recorded = _portable(asdict(inside))
     assert recorded["out"] == "inference/weights"
     assert recorded["checkpoint"] == "var/checkpoints/world_model.pt"
-    outside = training._portable(training.asdict(training.TrainConfig(out=str(tmp_path))))
+    outside = _portable(asdict(TrainConfig(out=str(tmp_path))))
     assert outside["out"] == str(tmp_path)  # elsewhere the full path is the useful one
-    shipped = json.loads((training.ROOT / "inference" / "weights" / "config.json").read_text())
+    shipped = json.loads((ROOT / "inference" / "weights" / "config.json").read_text())
     assert not Path(shipped["train"]["out"]).is_absolute()
     assert not Path(shipped["train"]["checkpoint"]).is_absolute()
 
@@ -163,18 +166,18 @@ def test_the_judge_sees_remapped_tile_kinds_with_every_tile_keeping_its_biome():
     before = scene.tokens.copy()
     off = np.random.default_rng(1)
     state = off.bit_generator.state
-    training.remap_kinds(off, scene, 0.0)
+    remap_kinds(off, scene, 0.0)
     assert (scene.tokens == before).all()
     assert off.bit_generator.state == state  # a run without remapping draws the same batches
 
-    training.remap_kinds(np.random.default_rng(1), scene, 1.0)
-    k = len(ws.TILE_KINDS)
-    tile = before < ws.BIOME_TOKENS
+    remap_kinds(np.random.default_rng(1), scene, 1.0)
+    k = len(spec.TILE_KINDS)
+    tile = before < spec.BIOME_TOKENS
     assert (scene.tokens[~tile] == before[~tile]).all()  # placed things stay
     assert (scene.tokens[tile] // k == before[tile] // k).all()  # every tile keeps its biome
     changed = 0
     for old, new in zip(before, scene.tokens, strict=True):
-        t = old < ws.BIOME_TOKENS
+        t = old < spec.BIOME_TOKENS
         for kind in range(k):  # one map per scene: the layout stays
             assert len(np.unique(new[t & (old % k == kind)] % k)) <= 1
         changed += bool((old != new).any())
@@ -191,7 +194,7 @@ def test_calibrating_the_tile_kinds_moves_the_generators_sampling_bias_alone(tmp
     after = WorldModel.from_file(path)
     changed = changed_weights(before, after)
     assert changed == {"generator.kind_bias"}
-    assert after.generator.kind_bias[ws.BIOME_TOKENS :].eq(0).all()  # things come from events
+    assert after.generator.kind_bias[spec.BIOME_TOKENS :].eq(0).all()  # things come from events
     # on its own draws the mix moved toward the simulator's
     assert fit["after"] < fit["before"], fit
-    assert set(fit["by_biome"]) == set(ws.BIOMES)
+    assert set(fit["by_biome"]) == set(spec.BIOMES)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from inference.training.evaluate import (
+from inference.training.evaluation.prompts import (
     WRITTEN_EVENTS_C,
     kind_counts,
     kind_mix_distance,
@@ -575,7 +575,7 @@ def test_every_avatar_and_creature_draws_its_own_shape_and_colour(engine):
     # A sprite whose hard alpha fell below one half in training draws nothing there: the rabbit
     # once showed a few grey pixels (29.7 of 255 off the simulator; now about 2, like the rest).
     from inference.training import simulator as sim
-    from inference.training.train import sprite_errors
+    from inference.training.finetune import sprite_errors
 
     alpha = engine.model.renderer.tables()[1][..., 3].view(-1, spec.SPRITE, spec.SPRITE).numpy()
     shapes = sim.SPRITES[..., 3] > 0
