@@ -8,7 +8,7 @@
    (journal, zlib, and a checkpoint a minute). CPU seconds of this process per frame sent,
    on one torch thread as the worker runs; rounds alternate, medians side by side.
 2. Export: the recording of one session replayed and encoded to MP4 (H.264 through PyAV, as
-   `sessions.recordings.export_video` does, 4x scaled): x real time on one core.
+   `sessions.recording_videos.export_video` does, 4x scaled): x real time on one core.
 3. Storage: bytes of the recording's parts per minute of play.
 """
 
