@@ -6,7 +6,7 @@ llama.cpp's prompt cache between calls. Each option is at most 12 words, distinc
 and from recent picks, screened, and grounded to an engine event (``grounding.py``), so picking
 it visibly changes the world: the two options change it two ways, neither as the last pick did.
 A narration is kept only where it tells what the world then shows (``tells``). What the model
-cannot supply in a few tries the grammar does (``engine.story_offer``), so a pair is always on
+cannot supply in a few tries the grammar does (``grammar.story_offer``), so a pair is always on
 offer.
 
 The example stories in the prompt are kept apart from the evaluation's (``evaluate.py``).
@@ -21,8 +21,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from inference.narrative import engine, grounding, wording
-from inference.narrative.backends import LanguageModel, Sampling
+from inference.narrative import grammar, grounding, wording, world_words
+from inference.narrative.lines import MAX_LINE_CHARS, with_article
+from inference.narrative.lm import LanguageModel, Sampling
+from inference.narrative.story import Option, Story
+from inference.narrative.world_words import Event
 from inference.world import text as text_encoder
 
 MAX_OPTION_WORDS = 12
@@ -88,19 +91,19 @@ Narration: You sleep on the bank, and dawn breaks pink over the still water.
 
 
 def world_line(world: dict) -> str:
-    place = engine.describe_place(world)
-    weather = engine.WEATHER_WORDS.get(world.get("weather", ""), "clear sky")
-    creatures = [engine._a(c) for c in sorted(set(world.get("creatures") or []))]
-    things = [engine.THING_WORDS.get(t, t) for t in sorted(set(world.get("things") or []))]
+    place = world_words.describe_place(world)
+    weather = world_words.WEATHER_WORDS.get(world.get("weather", ""), "clear sky")
+    creatures = [with_article(c) for c in sorted(set(world.get("creatures") or []))]
+    things = [world_words.THING_WORDS.get(t, t) for t in sorted(set(world.get("things") or []))]
     nearby = ", ".join(creatures + things) or "nothing"
-    return f"{place}, {weather}, {engine.time_of(world)}. Nearby: {nearby}."
+    return f"{place}, {weather}, {world_words.time_of(world)}. Nearby: {nearby}."
 
 
-def story_context(story: engine.Story) -> str:
+def story_context(story: Story) -> str:
     return wording.clean(" ".join([story.summary, *story.recent_lines]))[-700:]
 
 
-def options_prompt(story: engine.Story, world: dict) -> str:
+def options_prompt(story: Story, world: dict) -> str:
     return (
         f"{OPTIONS_PREFIX}\nStory: {story_context(story)}\nWorld: {world_line(world)}\nChoices:\n1."
     )
@@ -124,18 +127,18 @@ def valid_option(label: str) -> bool:
 
 def offer(
     lm: LanguageModel,
-    story: engine.Story,
+    story: Story,
     world: dict,
     seed: int,
     *,
     deadline: float,
     screen: wording.Screen = wording.allow_all,
-) -> tuple[engine.Story, bool]:
+) -> tuple[Story, bool]:
     """The story with the next pair on offer, and whether the model wrote both options (False:
     the grammar filled in at least one)."""
     index = story.index + 1
     base_seed = zlib.crc32(f"{seed}:{index}:{story_context(story)}".encode()) & 0x7FFFFFFF
-    options: list[engine.Option] = []  # accepted, in order
+    options: list[Option] = []  # accepted, in order
     recent = list(story.labels)
     # Each option changes the world its own way, and not as the last pick just did.
     used_events = {_picked_event(story)}
@@ -166,17 +169,17 @@ def _grammar_options(story, world, seed, options, recent, screen, used_events):
     against what was written and changing the world another way, drawn from further seeds
     while screening refuses some; failing that a screened one that is not fresh, and last the
     templates as they are (text we wrote) rather than fewer than two options."""
-    drawn: dict[str, engine.Option] = {}  # by label, in the order drawn
-    passed: list[engine.Option] = []
+    drawn: dict[str, Option] = {}  # by label, in the order drawn
+    passed: list[Option] = []
     for k in range(GRAMMAR_DRAWS):
-        for option in engine.story_offer(story, world, seed + k).options:
+        for option in grammar.story_offer(story, world, seed + k).options:
             if option.label not in drawn:
                 drawn[option.label] = option
                 if screen(option.label):
                     passed.append(option)
         if len(passed) >= 2:
             break
-    added: list[engine.Option] = []
+    added: list[Option] = []
     tiers = ((passed, True, True), (passed, True, False), (passed, False, False),
              (list(drawn.values()), False, False))  # fmt: skip
     for pool, fresh, new_event in tiers:
@@ -190,12 +193,12 @@ def _grammar_options(story, world, seed, options, recent, screen, used_events):
     return added
 
 
-def _option(label: str, event: engine.Event) -> engine.Option:
-    return engine.Option(beat=f"{LM_BEAT}{event[0]}:{event[1]}", label=label, narration="",
+def _option(label: str, event: Event) -> Option:
+    return Option(beat=f"{LM_BEAT}{event[0]}:{event[1]}", label=label, narration="",
                          event=event)  # fmt: skip
 
 
-def _picked_event(story: engine.Story) -> engine.Event | None:
+def _picked_event(story: Story) -> Event | None:
     """The event of the last pick, where it was a written option (a grammar beat's own
     freshness rules keep it from coming straight back)."""
     if story.picks and story.picks[-1].startswith(LM_BEAT):
@@ -221,8 +224,8 @@ def _key(label: str) -> str:
 
 def narrate(
     lm: LanguageModel,
-    story: engine.Story,
-    picked: engine.Option,
+    story: Story,
+    picked: Option,
     world: dict,
     *,
     deadline: float,
@@ -232,7 +235,7 @@ def narrate(
     when the model gave nothing usable in time (the caller falls back to the grammar's line)."""
     prompt = (
         f"{NARRATION_PREFIX}\nStory: {story_context(story)}\nChoice: {picked.label}\n"
-        f"Then: {engine.told(picked.event)}\nNarration:"
+        f"Then: {world_words.told(picked.event)}\nNarration:"
     )
     seed = zlib.crc32(f"{picked.label}:{len(story.lines)}".encode()) & 0x7FFFFFFF
     recent = list(story.recent_lines)
@@ -241,14 +244,14 @@ def narrate(
             break
         sampling = replace(NARRATION_SAMPLING, seed=seed + attempt, avoid=tuple(recent))
         text = wording.read_stream(lm.complete(prompt, sampling), deadline=deadline)
-        line = wording.trim_to_sentences(text, max_chars=engine.MAX_LINE_CHARS, max_sentences=1)
+        line = wording.trim_to_sentences(text, max_chars=MAX_LINE_CHARS, max_sentences=1)
         if line and tells(line, picked.event, world) and _fresh(line, recent):
             if not wording.echoes(line, recent) and screen(line):
                 return line
     return ""
 
 
-def tells(line: str, event: engine.Event, world: dict) -> bool:
+def tells(line: str, event: Event, world: dict) -> bool:
     """Whether a narrated line tells what the world shows: it is about the pick's event (its
     nearest event is that one), names no creature the world does not have, and no clause of
     it names another time of day or atmosphere than the world's. A small model often tells of
@@ -282,10 +285,10 @@ SHOWN_STATE = ("time", "weather")  # what every frame shows, so a line must not 
 CLAUSE_NAMES = 0.7
 
 
-def grammar_narration(picked: engine.Option, world: dict) -> str:
+def grammar_narration(picked: Option, world: dict) -> str:
     """The line for a generated option the model could not narrate: the pick and its event."""
     action = picked.label[:1].lower() + picked.label[1:]
-    return f"You {action}, and {engine.told(picked.event)} {engine._in_place(world)}."
+    return f"You {action}, and {world_words.told(picked.event)} {world_words.in_place(world)}."
 
 
 def _late(deadline: float) -> bool:
