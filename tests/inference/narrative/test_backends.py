@@ -246,7 +246,7 @@ def test_an_unreachable_server_is_an_lm_error():
 
 def test_a_missing_model_file_is_an_lm_error_on_load(monkeypatch):
     lm = EmbeddedLM("smollm2")
-    monkeypatch.setattr("inference.narrative.backends.weights_path", _raise)
+    monkeypatch.setattr("inference.narrative.backends.embedded_lm.weights_path", _raise)
     with pytest.raises(LMError):
         lm.load()
 
