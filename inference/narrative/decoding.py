@@ -39,7 +39,7 @@ import numpy as np
 
 from inference.narrative.llama_batch import fill_batch, open_context
 from inference.narrative.lm import LMError, Sampling
-from inference.narrative.sampler import AVOID_RUN, run_bans, sample
+from inference.narrative.sampler import AVOID_RUN, GrammarConstraint, run_bans, sample
 from inference.narrative.stream_text import StreamText
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ class Request:
     queued_at: float = field(default_factory=time.monotonic)
     stats: RequestStats | None = None  # filled in as it runs; kept in ``finished`` after
     bans: dict[tuple[int, ...], list[int]] = field(default_factory=dict)  # ``run_bans``
+    grammar: GrammarConstraint | None = None  # from ``Sampling.grammar``, while it runs
 
 
 @dataclass
@@ -329,6 +330,8 @@ class BatchDecoder:
             if not tokens or len(tokens) >= self.n_ctx_seq:
                 raise LMError(f"a prompt of {len(tokens)} tokens does not fit in a sequence of "
                               f"{self.n_ctx_seq}")  # fmt: skip
+            if request.sampling.grammar:
+                request.grammar = GrammarConstraint(self._model.vocab, request.sampling.grammar)
         except Exception as exc:
             request.out.put(exc if isinstance(exc, LMError) else LMError(str(exc)))
             return
@@ -460,7 +463,10 @@ class BatchDecoder:
         s = request.sampling
         try:
             head = tuple(request.generated[-(AVOID_RUN - 1) :])
-            token = sample(logits, request.generated, s, request.rng, request.bans.get(head))
+            bans = request.bans.get(head)
+            token = sample(logits, request.generated, s, request.rng, bans, request.grammar)
+            if request.grammar is not None:
+                request.grammar.accept(token)
             request.generated.append(token)
             self.generated += 1
             if len(request.generated) == 1:
@@ -516,6 +522,8 @@ class BatchDecoder:
         request.out.put(exc if isinstance(exc, LMError) else LMError(repr(exc)))
 
     def _free(self, slot: Slot) -> None:
+        if slot.request.grammar is not None:
+            slot.request.grammar.close()
         stats = slot.request.stats
         if stats is not None:
             stats.generated = len(slot.request.generated)

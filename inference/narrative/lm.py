@@ -30,6 +30,9 @@ class Sampling:
     # Lines the output must not repeat AVOID_RUN tokens running of (the embedded decoder bans
     # the token that would; a server has no such option, and the caller's checks stand alone).
     avoid: tuple[str, ...] = ()
+    # A GBNF grammar the output must follow (llama.cpp's; the embedded decoder masks the tokens
+    # it refuses, the openai backend sends it as llama.cpp's servers take it), "" for none.
+    grammar: str = ""
 
 
 class LanguageModel(Protocol):

@@ -1,11 +1,14 @@
 """Choosing a sequence's next token from its logits, in numpy, as llama.cpp's sampler chain
-would; and the runs of tokens a request's output may not repeat (``Sampling.avoid``)."""
+would; the runs of tokens a request's output may not repeat (``Sampling.avoid``); and the
+tokens its grammar allows (``Sampling.grammar``, llama.cpp's GBNF)."""
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
-from inference.narrative.lm import Sampling
+from inference.narrative.lm import LMError, Sampling
 
 # Sampling as llama-cpp-python's create_completion did it (its defaults): repetition penalty over
 # the last 64 generated tokens, top-k 40, top-p, min-p 0.05, temperature.
@@ -17,6 +20,59 @@ PENALTY_LAST_N = 64
 # banned. A character's replies otherwise copied its earlier ones turn after turn, and each
 # copy dropped afterwards cost a second writing (``characters.fresh``).
 AVOID_RUN = 4
+# A grammar first judges only this many of the likeliest tokens: one of them almost always fits,
+# and judging a whole vocabulary (Gemma's 262k words) every token would cost more than the step.
+GRAMMAR_SHORTLIST = 256
+_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])  # llama_token_data
+
+
+class GrammarConstraint:
+    """A request's GBNF grammar in llama.cpp's grammar sampler: which tokens may come next, and
+    the tokens that came. LMError where the grammar does not parse."""
+
+    def __init__(self, vocab: int, grammar: str, root: str = "root") -> None:
+        import llama_cpp
+
+        self._llama = llama_cpp
+        self._sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), root.encode())
+        if not self._sampler:
+            raise LMError("the request's grammar does not parse")
+
+    def allowed(self, tokens: np.ndarray) -> np.ndarray:
+        """(n,) bool: which of `tokens` the grammar takes next."""
+        data = np.zeros(len(tokens), dtype=_TOKEN_DATA)
+        data["id"] = tokens
+        candidates = self._llama.llama_token_data_array(
+            data=data.ctypes.data_as(self._llama.llama_token_data_p),
+            size=len(tokens),
+            selected=-1,
+            sorted=False,
+        )
+        self._llama.llama_sampler_apply(self._sampler, ctypes.byref(candidates))
+        return np.isfinite(data["logit"])  # a token the grammar refuses gets -inf
+
+    def accept(self, token: int) -> None:
+        self._llama.llama_sampler_accept(self._sampler, token)
+
+    def close(self) -> None:
+        if self._sampler:
+            self._llama.llama_sampler_free(self._sampler)
+            self._sampler = None
+
+
+def constrain(logits: np.ndarray, grammar: GrammarConstraint) -> np.ndarray:
+    """`logits` with every token the grammar refuses at -inf: the shortlist of the likeliest
+    judged first, the whole vocabulary where none of them fits (a banned token does not).
+    LMError where nothing does."""
+    k = min(GRAMMAR_SHORTLIST, logits.size)
+    short = np.argpartition(logits, -k)[-k:]
+    for candidates in (short, np.arange(logits.size)):
+        ok = candidates[grammar.allowed(candidates) & np.isfinite(logits[candidates])]
+        if ok.size:
+            out = np.full_like(logits, -np.inf)
+            out[ok] = logits[ok]
+            return out
+    raise LMError("no token fits the request's grammar")
 
 
 def run_bans(lines: list[list[int]], run: int = AVOID_RUN) -> dict[tuple[int, ...], list[int]]:
@@ -34,10 +90,11 @@ def sample(
     s: Sampling,
     rng: np.random.Generator,
     banned: list[int] | None = None,
+    grammar: GrammarConstraint | None = None,
 ) -> int:
     """One token from a sequence's logits (n_vocab,), picked as llama.cpp's sampler chain picks
     it: penalty on the recently generated tokens, top-k, top-p, min-p, temperature (0: the most
-    likely token); never one of `banned`."""
+    likely token); never one of `banned`, and only one that `grammar` allows."""
     logits = np.array(logits, dtype=np.float32)  # a copy: llama.cpp owns the buffer
     if s.repeat_penalty != 1.0 and recent:
         seen = np.unique(np.asarray(recent[-PENALTY_LAST_N:], dtype=np.int64))
@@ -45,6 +102,8 @@ def sample(
         logits[seen] = np.where(hit > 0, hit / s.repeat_penalty, hit * s.repeat_penalty)
     if banned:
         logits[banned] = -np.inf
+    if grammar is not None:
+        logits = constrain(logits, grammar)
     if s.temperature <= 0:
         return int(np.argmax(logits))
     k = min(TOP_K, logits.size)

@@ -2,9 +2,12 @@
 
 Options are a few-shot completion ("Story: … / World: … / Choices: 1. … 2. …"): that format
 works the same on a base model (Gemma 3 270M) and an instruct one, and its fixed prefix stays in
-llama.cpp's prompt cache between calls. Each option is at most 12 words, distinct from the other
-and from recent picks, screened, and grounded to an engine event (``grounding.py``), so picking
-it visibly changes the world: the two options change it two ways, neither as the last pick did.
+llama.cpp's prompt cache between calls. The completion is decoded under a grammar
+(``OPTIONS_GRAMMAR``: two options of 2 to 12 words), so a reply parses by construction; a backend
+that ignores the grammar is read leniently (``parse_options``). Each option is at most 12 words,
+distinct from the other and from recent picks, screened, and grounded to an engine event
+(``grounding.py``), so picking it visibly changes the world: the two options change it two ways,
+neither as the last pick did.
 A narration is kept only where it tells what the world then shows (``tells``). What the model
 cannot supply in a few tries the grammar does (``grammar.story_offer``), so a pair is always on
 offer.
@@ -37,8 +40,19 @@ LM_BEAT = "lm:"  # a written option's beat: "lm:<kind>:<value>" of its event
 # Below this similarity to its nearest event exemplar an option causes nothing the engine
 # knows: it is dropped rather than offered with a change it does not describe.
 MIN_GROUNDED = 0.35
+# The completion after "Choices:\n1.": two options, each a capitalised run of 2 to
+# MAX_OPTION_WORDS words of letters, digits, apostrophes and hyphens (a comma may end a word)
+# ending in a letter or digit, as ``valid_option`` takes them; then the end of the text.
+OPTIONS_GRAMMAR = rf"""
+root   ::= " " option "\n2. " option
+option ::= [A-Z] word? (","? " " word){{1,{MAX_OPTION_WORDS - 1}}}
+word   ::= [A-Za-z0-9'-]* [A-Za-z0-9]
+"""
 OPTION_SAMPLING = Sampling(max_tokens=36, temperature=0.9, top_p=0.95, repeat_penalty=1.2,
-                           stop=("\n\n", "Story:", "\n3", "World:"))  # fmt: skip
+                           stop=("\n\n", "Story:", "\n3", "World:"),
+                           grammar=OPTIONS_GRAMMAR)  # fmt: skip
+# Text as OPTIONS_GRAMMAR writes it.
+_WRITTEN = re.compile(r"\s*([A-Z][^\n]*[A-Za-z0-9])\n2\. ([A-Z][^\n]*[A-Za-z0-9])\s*")
 NARRATION_SAMPLING = Sampling(max_tokens=40, temperature=0.7, top_p=0.9, repeat_penalty=1.15,
                               stop=("\n", "Story:", "Choice:"))  # fmt: skip
 
@@ -109,8 +123,17 @@ def options_prompt(story: Story, world: dict) -> str:
     )
 
 
+def read_options(text: str) -> list[str]:
+    """The options of a completion after '1.': as the grammar writes them, else (a backend
+    that ignored the grammar) read leniently."""
+    written = _WRITTEN.fullmatch(text)
+    if written:
+        return [written[1], written[2]]
+    return parse_options(text)
+
+
 def parse_options(text: str) -> list[str]:
-    """'Row out…\\n2. Climb…' (the completion after '1.') -> ['Row out…', 'Climb…']."""
+    """'Row out…\\n2. Climb…' (free text after '1.') -> ['Row out…', 'Climb…']."""
     out = []
     for raw in re.split(r"\n\s*\d[.)]\s*", "\n1. " + text.strip()):
         label = wording.clean(raw).strip(" \"'*-–").rstrip(".!,;:")
@@ -148,7 +171,7 @@ def offer(
             break
         sampling = replace(OPTION_SAMPLING, seed=base_seed + attempt)
         text = wording.read_stream(lm.complete(prompt, sampling), deadline=deadline)
-        for label in (label for label in parse_options(text) if valid_option(label)):
+        for label in (label for label in read_options(text) if valid_option(label)):
             if len(options) == 2:
                 break
             # Each grounded to its nearest change not taken: two options that both read as

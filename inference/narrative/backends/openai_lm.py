@@ -60,6 +60,10 @@ class OpenAILM:
             payload["stop"] = list(s.stop)[:4]  # OpenAI accepts at most four
         if s.seed is not None:
             payload["seed"] = s.seed
+        if s.grammar:
+            # llama.cpp's servers (its own and llama-cpp-python's) take a GBNF grammar on both
+            # endpoints; one that ignores it answers free text, which the caller parses leniently.
+            payload["grammar"] = s.grammar
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
