@@ -22,13 +22,14 @@ import argparse
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from inference.narrative import grounding, stories, wording
 from inference.narrative.character import character_start
-from inference.narrative.lm import NarrativeConfig
+from inference.narrative.lm import LanguageModel, NarrativeConfig, Sampling
 from inference.narrative.narrator import GRAMMAR, Narrator
 from inference.narrative.story import story_pick, story_start
 from inference.narrative.world_words import apply_to_description
@@ -165,18 +166,18 @@ class Timing:
 class FirstToken:
     """Wraps a model to time its first streamed piece."""
 
-    def __init__(self, lm):
+    def __init__(self, lm: LanguageModel) -> None:
         self.lm = lm
         self.name = lm.name
         self.first: float | None = None
 
-    def complete(self, prompt, sampling):
+    def complete(self, prompt: str, sampling: Sampling) -> Iterator[str]:
         yield from self._timed(self.lm.complete(prompt, sampling))
 
-    def chat(self, messages, sampling, prefill=""):
+    def chat(self, messages: list[dict], sampling: Sampling, prefill: str = "") -> Iterator[str]:
         yield from self._timed(self.lm.chat(messages, sampling, prefill=prefill))
 
-    def _timed(self, pieces):
+    def _timed(self, pieces: Iterator[str]) -> Iterator[str]:
         for piece in pieces:
             if self.first is None and piece.strip():
                 self.first = time.monotonic()

@@ -7,9 +7,12 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from inference.narrative.lm import LMError
+
+if TYPE_CHECKING:
+    from llama_cpp._internals import LlamaContext, LlamaModel
 
 
 class HeldSequence(Protocol):
@@ -42,8 +45,8 @@ def fill_batch(batch, plan: list[tuple[HeldSequence, list[int], bool]]) -> tuple
     return batch, outputs
 
 
-def open_context(model, sequences: int, n_ctx_seq: int, threads: int, step_tokens: int,
-             flash_attention: bool):  # fmt: skip  # -> llama_cpp._internals.LlamaContext
+def open_context(model: LlamaModel, sequences: int, n_ctx_seq: int, threads: int,
+                 step_tokens: int, flash_attention: bool) -> LlamaContext:  # fmt: skip
     """A llama.cpp context of `sequences` KV streams of `n_ctx_seq` cells each."""
     import llama_cpp
     from llama_cpp import _internals
@@ -66,7 +69,7 @@ def open_context(model, sequences: int, n_ctx_seq: int, threads: int, step_token
         return _internals.LlamaContext(model=model, params=params, verbose=False)
 
 
-def step_time(model, *, flash_attention: bool, sequences: int = 8, held: int = 96,
+def step_time(model: LlamaModel, *, flash_attention: bool, sequences: int = 8, held: int = 96,
               read: int = 24, threads: int = 1, rounds: int = 3) -> float:  # fmt: skip
     """Median seconds of a step as most are when every sequence talks: a token for each of
     `sequences` - 1 sequences and a newcomer's line of `read` tokens for the last, each after

@@ -54,7 +54,9 @@ class Narrator:
         self._paused_until: dict[str, float] = {}
 
     @classmethod
-    def from_config(cls, config: NarrativeConfig, *, screen: wording.Screen = wording.allow_all):
+    def from_config(
+        cls, config: NarrativeConfig, *, screen: wording.Screen = wording.allow_all
+    ) -> Narrator:
         story_lm, chat_lm = open_backends(config)
         concurrency = config.concurrency if config.backend != "off" else 1
         return cls(story_lm, chat_lm, screen=screen, concurrency=concurrency)

@@ -33,7 +33,7 @@ def _chosen(meta: dict) -> tuple[str, ...]:
     return ("",) * (after_opening - len(chosen)) + chosen
 
 
-def from_meta(meta) -> Story | Character | None:
+def from_meta(meta: object) -> Story | Character | None:
     """Rebuild a state from `to_meta()`; anything unreadable gives None (the world still plays)."""
     if not isinstance(meta, dict):
         return None

@@ -7,8 +7,12 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from inference.narrative.lm import WEIGHTS, LMError
+
+if TYPE_CHECKING:
+    import llama_cpp
 
 VAR_MODELS = Path(__file__).resolve().parents[3] / "var" / "models"
 
@@ -111,7 +115,7 @@ def reencoded_weights(source: Path, encoding: str) -> Path:
         return target
 
 
-def model_params():  # -> llama_cpp.llama_model_params
+def model_params() -> llama_cpp.llama_model_params:
     """llama.cpp's default model parameters, without the extra weight buffer types where the
     build has AMX: ggml's AMX matmul segfaults on the first decode on Sapphire Rapids
     (ggml-org/llama.cpp#20824; seen here on a Xeon with AMX, which a native build targets).
