@@ -60,18 +60,16 @@ class GrammarConstraint:
             self._sampler = None
 
 
-def constrain(logits: np.ndarray, grammar: GrammarConstraint) -> np.ndarray:
-    """`logits` with every token the grammar refuses at -inf: the shortlist of the likeliest
-    judged first, the whole vocabulary where none of them fits (a banned token does not).
+def allowed_tokens(logits: np.ndarray, grammar: GrammarConstraint) -> np.ndarray:
+    """The ids of the tokens the grammar takes next (a banned one, at -inf, never): the
+    shortlist of the likeliest judged first, the whole vocabulary where none of them fits.
     LMError where nothing does."""
     k = min(GRAMMAR_SHORTLIST, logits.size)
     short = np.argpartition(logits, -k)[-k:]
     for candidates in (short, np.arange(logits.size)):
         ok = candidates[grammar.allowed(candidates) & np.isfinite(logits[candidates])]
         if ok.size:
-            out = np.full_like(logits, -np.inf)
-            out[ok] = logits[ok]
-            return out
+            return ok
     raise LMError("no token fits the request's grammar")
 
 
@@ -102,21 +100,27 @@ def sample(
         logits[seen] = np.where(hit > 0, hit / s.repeat_penalty, hit * s.repeat_penalty)
     if banned:
         logits[banned] = -np.inf
-    if grammar is not None:
-        logits = constrain(logits, grammar)
+    # Under a grammar only the tokens it allows are drawn from (a vocabulary of -inf with a few
+    # left would also do, but numpy's partition of so many equal values is slow).
+    pool = allowed_tokens(logits, grammar) if grammar is not None else None
+    values = logits if pool is None else logits[pool]
     if s.temperature <= 0:
-        return int(np.argmax(logits))
-    k = min(TOP_K, logits.size)
-    top = np.argpartition(logits, -k)[-k:]
-    top = top[np.argsort(logits[top])[::-1]]  # (k,) most likely first
-    z = logits[top].astype(np.float64)
+        return _token(pool, int(np.argmax(values)))
+    k = min(TOP_K, values.size)
+    top = np.argpartition(values, -k)[-k:]
+    top = top[np.argsort(values[top])[::-1]]  # (k,) most likely first
+    z = values[top].astype(np.float64)
     p = _softmax(z)
     if s.top_p < 1.0:  # the fewest tokens whose probabilities add up to top_p
         n = int(np.searchsorted(np.cumsum(p), s.top_p)) + 1
         top, z, p = top[:n], z[:n], p[:n]
     keep = p >= MIN_P * p[0]
     top, z = top[keep], z[keep]
-    return int(top[rng.choice(top.size, p=_softmax(z / s.temperature))])
+    return _token(pool, int(top[rng.choice(top.size, p=_softmax(z / s.temperature))]))
+
+
+def _token(pool: np.ndarray | None, index: int) -> int:
+    return index if pool is None else int(pool[index])
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:

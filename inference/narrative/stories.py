@@ -42,11 +42,12 @@ LM_BEAT = "lm:"  # a written option's beat: "lm:<kind>:<value>" of its event
 MIN_GROUNDED = 0.35
 # The completion after "Choices:\n1.": two options, each a capitalised run of 2 to
 # MAX_OPTION_WORDS words of letters, digits, apostrophes and hyphens (a comma may end a word)
-# ending in a letter or digit, as ``valid_option`` takes them; then the end of the text.
+# ending in a letter or digit, as ``valid_option`` takes them; then the blank line that ends
+# each example (a stop string: without it the model could only go on with the second option).
 OPTIONS_GRAMMAR = rf"""
-root   ::= " " option "\n2. " option
-option ::= [A-Z] word? (","? " " word){{1,{MAX_OPTION_WORDS - 1}}}
-word   ::= [A-Za-z0-9'-]* [A-Za-z0-9]
+root   ::= " " option "\n2. " option "\n\n"
+option ::= [A-Z] [A-Za-z0-9]* (['-] [A-Za-z0-9]+)* (","? " " word){{1,{MAX_OPTION_WORDS - 1}}}
+word   ::= [A-Za-z0-9]+ (['-] [A-Za-z0-9]+)*
 """
 OPTION_SAMPLING = Sampling(max_tokens=36, temperature=0.9, top_p=0.95, repeat_penalty=1.2,
                            stop=("\n\n", "Story:", "\n3", "World:"),
