@@ -22,13 +22,17 @@ import argparse
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from inference.narrative import engine, grounding, stories, wording
-from inference.narrative.backends import NarrativeConfig
+from inference.narrative import grounding, stories, wording
+from inference.narrative.character import character_start
+from inference.narrative.lm import LanguageModel, NarrativeConfig, Sampling
 from inference.narrative.narrator import GRAMMAR, Narrator
+from inference.narrative.story import story_pick, story_start
+from inference.narrative.world_words import apply_to_description
 from inference.world import text as text_encoder
 
 STORIES = (
@@ -162,18 +166,18 @@ class Timing:
 class FirstToken:
     """Wraps a model to time its first streamed piece."""
 
-    def __init__(self, lm):
+    def __init__(self, lm: LanguageModel) -> None:
         self.lm = lm
         self.name = lm.name
         self.first: float | None = None
 
-    def complete(self, prompt, sampling):
+    def complete(self, prompt: str, sampling: Sampling) -> Iterator[str]:
         yield from self._timed(self.lm.complete(prompt, sampling))
 
-    def chat(self, messages, sampling, prefill=""):
+    def chat(self, messages: list[dict], sampling: Sampling, prefill: str = "") -> Iterator[str]:
         yield from self._timed(self.lm.chat(messages, sampling, prefill=prefill))
 
-    def _timed(self, pieces):
+    def _timed(self, pieces: Iterator[str]) -> Iterator[str]:
         for piece in pieces:
             if self.first is None and piece.strip():
                 self.first = time.monotonic()
@@ -195,7 +199,7 @@ def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> d
     backends: dict[str, int] = {}
     rng = np.random.default_rng(seed)
     for opening, world in STORIES:
-        story = engine.story_start(opening, world)
+        story = story_start(opening, world)
         world = dict(world)
         chosen: list[str] = []
         last_event = None
@@ -217,8 +221,8 @@ def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> d
             chosen.append(picked.label)
             last_event = picked.event
             picked_total += 1
-            story, picked = engine.story_pick(story, story.choice_id, choice)
-            world = engine.apply_to_description(world, picked.event)
+            story, picked = story_pick(story, story.choice_id, choice)
+            world = apply_to_description(world, picked.event)
             told = narrator.narrate(story, picked, world, time.monotonic() + 30.0)
             story = told.state
             narrated_by_model += told.backend != GRAMMAR
@@ -256,7 +260,7 @@ def evaluate_grounding() -> dict:
 
 def evaluate_characters(narrator: Narrator, *, seed: int = 5) -> dict:
     world = {"biome": "meadow", "weather": "clear", "time": "day", "creatures": []}
-    cards = [engine.character_start(p) for p in PERSONAS]
+    cards = [character_start(p) for p in PERSONAS]
     persona_vecs = text_encoder.embed([f"{c.name}. {c.persona}" for c in cards])
     first, whole = Timing(), Timing()
     in_character = total = refused = harmful_total = model_talk = 0
@@ -302,7 +306,7 @@ def evaluate_talk(narrator: Narrator, *, seeds: tuple[int, ...] = (5, 6)) -> dic
     earlier reply of the same talk, replies in which the character calls itself by another
     name, and replies nearer its own persona than the others'."""
     world = {"biome": "meadow", "weather": "clear", "time": "day", "creatures": []}
-    cards = [engine.character_start(p) for p in PERSONAS]
+    cards = [character_start(p) for p in PERSONAS]
     persona_vecs = text_encoder.embed([f"{c.name}. {c.persona}" for c in cards])
     total = echoes = other_names = in_character = by_model = 0
     for seed in seeds:

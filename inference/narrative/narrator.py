@@ -1,7 +1,7 @@
 """The one interface the worker uses for stories and characters, whatever writes them.
 
 ``Narrator`` holds a model for story options and one for characters (``backends.py``; the same
-object for the openai backend) and falls back to the grammar (``engine.py``) when the model is
+object for the openai backend) and falls back to the grammar (``grammar.py``) when the model is
 off, fails, or runs past the request's deadline. Every answer says which backend wrote it
 ("embedded:gemma", "openai:<model>", "grammar"), and the worker puts that in the session's
 status. Synchronous: the worker calls these on its generation threads (``runner.py``),
@@ -16,8 +16,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from inference.narrative import characters, engine, grounding, stories, wording
-from inference.narrative.backends import LanguageModel, NarrativeConfig, open_backends
+from inference.narrative import characters, grammar, grounding, stories, wording
+from inference.narrative.backends import open_backends
+from inference.narrative.character import Character, Reply
+from inference.narrative.lm import LanguageModel, NarrativeConfig
+from inference.narrative.story import Option, Story, story_narrated
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +32,9 @@ PAUSE_S = 30.0  # how long it rests: the grammar answers meanwhile, without wait
 
 @dataclass(frozen=True)
 class Answer:
-    state: engine.Story | engine.Character  # the narrative state after this step
+    state: Story | Character  # the narrative state after this step
     backend: str  # who wrote the text: a backend's name or "grammar"
-    reply: engine.Reply | None = None  # a character's reply (dialogue only)
+    reply: Reply | None = None  # a character's reply (dialogue only)
 
 
 class Narrator:
@@ -51,7 +54,9 @@ class Narrator:
         self._paused_until: dict[str, float] = {}
 
     @classmethod
-    def from_config(cls, config: NarrativeConfig, *, screen: wording.Screen = wording.allow_all):
+    def from_config(
+        cls, config: NarrativeConfig, *, screen: wording.Screen = wording.allow_all
+    ) -> Narrator:
         story_lm, chat_lm = open_backends(config)
         concurrency = config.concurrency if config.backend != "off" else 1
         return cls(story_lm, chat_lm, screen=screen, concurrency=concurrency)
@@ -89,9 +94,9 @@ class Narrator:
             log.warning("narrative warm-up: %s", exc)
 
     # --- stories ---------------------------------------------------------------------------
-    def offer(self, story: engine.Story, world: dict, seed: int, deadline: float,
-              picked: engine.Option | None = None) -> Answer:  # fmt: skip
-        """The next pair. After a pick (`picked`, as ``engine.story_pick`` left the story), its
+    def offer(self, story: Story, world: dict, seed: int, deadline: float,
+              picked: Option | None = None) -> Answer:  # fmt: skip
+        """The next pair. After a pick (`picked`, as ``story.story_pick`` left the story), its
         line too, written beside the pair: the pair from the story with the grammar's line for
         the pick (the pick and its event, what the model's line tells too) while the model
         writes its own, the one kept. One after the other, the player waited for both: the next
@@ -100,16 +105,14 @@ class Narrator:
             return self._pair(story, world, seed, deadline)
         told = _ASIDE.submit(self.narrate, story, picked, world, deadline)
         line = stories.grammar_narration(picked, world)
-        offered = self._pair(
-            engine.story_narrated(story, line, picked.label), world, seed, deadline
-        )
+        offered = self._pair(story_narrated(story, line, picked.label), world, seed, deadline)
         narrated = told.result().state
         state = replace(
             offered.state, lines=narrated.lines, summary=narrated.summary, chosen=narrated.chosen
         )
         return Answer(state, offered.backend)
 
-    def _pair(self, story: engine.Story, world: dict, seed: int, deadline: float) -> Answer:
+    def _pair(self, story: Story, world: dict, seed: int, deadline: float) -> Answer:
         lm = self._usable(self.story_lm, deadline)
         if lm is not None:
             try:
@@ -120,9 +123,9 @@ class Narrator:
                 return Answer(offered, lm.name if written else f"{lm.name}+{GRAMMAR}")
             except Exception as exc:
                 self._failed(lm, exc)
-        return Answer(engine.story_offer(story, world, seed), GRAMMAR)
+        return Answer(grammar.story_offer(story, world, seed), GRAMMAR)
 
-    def narrate(self, story: engine.Story, picked: engine.Option, world: dict,
+    def narrate(self, story: Story, picked: Option, world: dict,
                 deadline: float) -> Answer:  # fmt: skip
         """The story with the pick's line added (a grammar beat already carries one)."""
         if picked.narration:
@@ -139,12 +142,12 @@ class Narrator:
                 self._failed(lm, exc)
         backend = lm.name if line and lm is not None else GRAMMAR
         line = line or stories.grammar_narration(picked, world)
-        return Answer(engine.story_narrated(story, line, picked.label), backend)
+        return Answer(story_narrated(story, line, picked.label), backend)
 
     # --- characters ------------------------------------------------------------------------
     def reply(
         self,
-        character: engine.Character,
+        character: Character,
         world: dict,
         line: str,
         seed: int,
@@ -170,7 +173,7 @@ class Narrator:
         turned, reply = characters.grammar_reply(character, world, line, seed, refused=refused)
         return Answer(turned, GRAMMAR, reply)
 
-    def preread(self, character: engine.Character, world: dict, deadline: float) -> None:
+    def preread(self, character: Character, world: dict, deadline: float) -> None:
         """The chat model reads the character's context ahead of the first line; a failure
         here costs only that head start (the reply will read the context itself)."""
         lm = self._usable(self.chat_lm, deadline)

@@ -2,11 +2,14 @@
 
 Options are a few-shot completion ("Story: … / World: … / Choices: 1. … 2. …"): that format
 works the same on a base model (Gemma 3 270M) and an instruct one, and its fixed prefix stays in
-llama.cpp's prompt cache between calls. Each option is at most 12 words, distinct from the other
-and from recent picks, screened, and grounded to an engine event (``grounding.py``), so picking
-it visibly changes the world: the two options change it two ways, neither as the last pick did.
+llama.cpp's prompt cache between calls. The completion is decoded under a grammar
+(``OPTIONS_GRAMMAR``: two options of 2 to 12 words), so a reply parses by construction; a backend
+that ignores the grammar is read leniently (``parse_options``). Each option is at most 12 words,
+distinct from the other and from recent picks, screened, and grounded to an engine event
+(``grounding.py``), so picking it visibly changes the world: the two options change it two ways,
+neither as the last pick did.
 A narration is kept only where it tells what the world then shows (``tells``). What the model
-cannot supply in a few tries the grammar does (``engine.story_offer``), so a pair is always on
+cannot supply in a few tries the grammar does (``grammar.story_offer``), so a pair is always on
 offer.
 
 The example stories in the prompt are kept apart from the evaluation's (``evaluate.py``).
@@ -21,8 +24,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from inference.narrative import engine, grounding, wording
-from inference.narrative.backends import LanguageModel, Sampling
+from inference.narrative import grammar, grounding, wording, world_words
+from inference.narrative.lines import MAX_LINE_CHARS, with_article
+from inference.narrative.lm import LanguageModel, Sampling
+from inference.narrative.story import Option, Story
+from inference.narrative.world_words import Event
 from inference.world import text as text_encoder
 
 MAX_OPTION_WORDS = 12
@@ -34,8 +40,20 @@ LM_BEAT = "lm:"  # a written option's beat: "lm:<kind>:<value>" of its event
 # Below this similarity to its nearest event exemplar an option causes nothing the engine
 # knows: it is dropped rather than offered with a change it does not describe.
 MIN_GROUNDED = 0.35
+# The completion after "Choices:\n1.": two options, each a capitalised run of 2 to
+# MAX_OPTION_WORDS words of letters, digits, apostrophes and hyphens (a comma may end a word)
+# ending in a letter or digit, as ``valid_option`` takes them; then the blank line that ends
+# each example (a stop string: without it the model could only go on with the second option).
+OPTIONS_GRAMMAR = rf"""
+root   ::= " " option "\n2. " option "\n\n"
+option ::= [A-Z] [A-Za-z0-9]* (['-] [A-Za-z0-9]+)* (","? " " word){{1,{MAX_OPTION_WORDS - 1}}}
+word   ::= [A-Za-z0-9]+ (['-] [A-Za-z0-9]+)*
+"""
 OPTION_SAMPLING = Sampling(max_tokens=36, temperature=0.9, top_p=0.95, repeat_penalty=1.2,
-                           stop=("\n\n", "Story:", "\n3", "World:"))  # fmt: skip
+                           stop=("\n\n", "Story:", "\n3", "World:"),
+                           grammar=OPTIONS_GRAMMAR)  # fmt: skip
+# Text as OPTIONS_GRAMMAR writes it.
+_WRITTEN = re.compile(r"\s*([A-Z][^\n]*[A-Za-z0-9])\n2\. ([A-Z][^\n]*[A-Za-z0-9])\s*")
 NARRATION_SAMPLING = Sampling(max_tokens=40, temperature=0.7, top_p=0.9, repeat_penalty=1.15,
                               stop=("\n", "Story:", "Choice:"))  # fmt: skip
 
@@ -88,26 +106,35 @@ Narration: You sleep on the bank, and dawn breaks pink over the still water.
 
 
 def world_line(world: dict) -> str:
-    place = engine.describe_place(world)
-    weather = engine.WEATHER_WORDS.get(world.get("weather", ""), "clear sky")
-    creatures = [engine._a(c) for c in sorted(set(world.get("creatures") or []))]
-    things = [engine.THING_WORDS.get(t, t) for t in sorted(set(world.get("things") or []))]
+    place = world_words.describe_place(world)
+    weather = world_words.WEATHER_WORDS.get(world.get("weather", ""), "clear sky")
+    creatures = [with_article(c) for c in sorted(set(world.get("creatures") or []))]
+    things = [world_words.THING_WORDS.get(t, t) for t in sorted(set(world.get("things") or []))]
     nearby = ", ".join(creatures + things) or "nothing"
-    return f"{place}, {weather}, {engine.time_of(world)}. Nearby: {nearby}."
+    return f"{place}, {weather}, {world_words.time_of(world)}. Nearby: {nearby}."
 
 
-def story_context(story: engine.Story) -> str:
+def story_context(story: Story) -> str:
     return wording.clean(" ".join([story.summary, *story.recent_lines]))[-700:]
 
 
-def options_prompt(story: engine.Story, world: dict) -> str:
+def options_prompt(story: Story, world: dict) -> str:
     return (
         f"{OPTIONS_PREFIX}\nStory: {story_context(story)}\nWorld: {world_line(world)}\nChoices:\n1."
     )
 
 
+def read_options(text: str) -> list[str]:
+    """The options of a completion after '1.': as the grammar writes them, else (a backend
+    that ignored the grammar) read leniently."""
+    written = _WRITTEN.fullmatch(text)
+    if written:
+        return [written[1], written[2]]
+    return parse_options(text)
+
+
 def parse_options(text: str) -> list[str]:
-    """'Row out…\\n2. Climb…' (the completion after '1.') -> ['Row out…', 'Climb…']."""
+    """'Row out…\\n2. Climb…' (free text after '1.') -> ['Row out…', 'Climb…']."""
     out = []
     for raw in re.split(r"\n\s*\d[.)]\s*", "\n1. " + text.strip()):
         label = wording.clean(raw).strip(" \"'*-–").rstrip(".!,;:")
@@ -124,18 +151,18 @@ def valid_option(label: str) -> bool:
 
 def offer(
     lm: LanguageModel,
-    story: engine.Story,
+    story: Story,
     world: dict,
     seed: int,
     *,
     deadline: float,
     screen: wording.Screen = wording.allow_all,
-) -> tuple[engine.Story, bool]:
+) -> tuple[Story, bool]:
     """The story with the next pair on offer, and whether the model wrote both options (False:
     the grammar filled in at least one)."""
     index = story.index + 1
     base_seed = zlib.crc32(f"{seed}:{index}:{story_context(story)}".encode()) & 0x7FFFFFFF
-    options: list[engine.Option] = []  # accepted, in order
+    options: list[Option] = []  # accepted, in order
     recent = list(story.labels)
     # Each option changes the world its own way, and not as the last pick just did.
     used_events = {_picked_event(story)}
@@ -145,7 +172,7 @@ def offer(
             break
         sampling = replace(OPTION_SAMPLING, seed=base_seed + attempt)
         text = wording.read_stream(lm.complete(prompt, sampling), deadline=deadline)
-        for label in (label for label in parse_options(text) if valid_option(label)):
+        for label in (label for label in read_options(text) if valid_option(label)):
             if len(options) == 2:
                 break
             # Each grounded to its nearest change not taken: two options that both read as
@@ -166,17 +193,17 @@ def _grammar_options(story, world, seed, options, recent, screen, used_events):
     against what was written and changing the world another way, drawn from further seeds
     while screening refuses some; failing that a screened one that is not fresh, and last the
     templates as they are (text we wrote) rather than fewer than two options."""
-    drawn: dict[str, engine.Option] = {}  # by label, in the order drawn
-    passed: list[engine.Option] = []
+    drawn: dict[str, Option] = {}  # by label, in the order drawn
+    passed: list[Option] = []
     for k in range(GRAMMAR_DRAWS):
-        for option in engine.story_offer(story, world, seed + k).options:
+        for option in grammar.story_offer(story, world, seed + k).options:
             if option.label not in drawn:
                 drawn[option.label] = option
                 if screen(option.label):
                     passed.append(option)
         if len(passed) >= 2:
             break
-    added: list[engine.Option] = []
+    added: list[Option] = []
     tiers = ((passed, True, True), (passed, True, False), (passed, False, False),
              (list(drawn.values()), False, False))  # fmt: skip
     for pool, fresh, new_event in tiers:
@@ -190,12 +217,12 @@ def _grammar_options(story, world, seed, options, recent, screen, used_events):
     return added
 
 
-def _option(label: str, event: engine.Event) -> engine.Option:
-    return engine.Option(beat=f"{LM_BEAT}{event[0]}:{event[1]}", label=label, narration="",
+def _option(label: str, event: Event) -> Option:
+    return Option(beat=f"{LM_BEAT}{event[0]}:{event[1]}", label=label, narration="",
                          event=event)  # fmt: skip
 
 
-def _picked_event(story: engine.Story) -> engine.Event | None:
+def _picked_event(story: Story) -> Event | None:
     """The event of the last pick, where it was a written option (a grammar beat's own
     freshness rules keep it from coming straight back)."""
     if story.picks and story.picks[-1].startswith(LM_BEAT):
@@ -221,8 +248,8 @@ def _key(label: str) -> str:
 
 def narrate(
     lm: LanguageModel,
-    story: engine.Story,
-    picked: engine.Option,
+    story: Story,
+    picked: Option,
     world: dict,
     *,
     deadline: float,
@@ -232,7 +259,7 @@ def narrate(
     when the model gave nothing usable in time (the caller falls back to the grammar's line)."""
     prompt = (
         f"{NARRATION_PREFIX}\nStory: {story_context(story)}\nChoice: {picked.label}\n"
-        f"Then: {engine.told(picked.event)}\nNarration:"
+        f"Then: {world_words.told(picked.event)}\nNarration:"
     )
     seed = zlib.crc32(f"{picked.label}:{len(story.lines)}".encode()) & 0x7FFFFFFF
     recent = list(story.recent_lines)
@@ -241,14 +268,14 @@ def narrate(
             break
         sampling = replace(NARRATION_SAMPLING, seed=seed + attempt, avoid=tuple(recent))
         text = wording.read_stream(lm.complete(prompt, sampling), deadline=deadline)
-        line = wording.trim_to_sentences(text, max_chars=engine.MAX_LINE_CHARS, max_sentences=1)
+        line = wording.trim_to_sentences(text, max_chars=MAX_LINE_CHARS, max_sentences=1)
         if line and tells(line, picked.event, world) and _fresh(line, recent):
             if not wording.echoes(line, recent) and screen(line):
                 return line
     return ""
 
 
-def tells(line: str, event: engine.Event, world: dict) -> bool:
+def tells(line: str, event: Event, world: dict) -> bool:
     """Whether a narrated line tells what the world shows: it is about the pick's event (its
     nearest event is that one), names no creature the world does not have, and no clause of
     it names another time of day or atmosphere than the world's. A small model often tells of
@@ -282,10 +309,10 @@ SHOWN_STATE = ("time", "weather")  # what every frame shows, so a line must not 
 CLAUSE_NAMES = 0.7
 
 
-def grammar_narration(picked: engine.Option, world: dict) -> str:
+def grammar_narration(picked: Option, world: dict) -> str:
     """The line for a generated option the model could not narrate: the pick and its event."""
     action = picked.label[:1].lower() + picked.label[1:]
-    return f"You {action}, and {engine.told(picked.event)} {engine._in_place(world)}."
+    return f"You {action}, and {world_words.told(picked.event)} {world_words.in_place(world)}."
 
 
 def _late(deadline: float) -> bool:

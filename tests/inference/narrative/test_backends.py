@@ -87,9 +87,10 @@ def test_an_auto_load_runs_the_way_whose_step_is_shortest_on_this_cpu(
 ):
     import llama_cpp
 
-    from inference.narrative import backends, decoding
+    from inference.narrative import llama_batch
+    from inference.narrative.backends import embedded_lm
 
-    monkeypatch.setattr(backends, "STEP_CHOICES", tmp_path / "step_choices.json")
+    monkeypatch.setattr(embedded_lm, "STEP_CHOICES", tmp_path / "step_choices.json")
     timed = []
 
     def step_time(weights, *, flash_attention, **_):  # this CPU's figures, as the test orders
@@ -97,7 +98,7 @@ def test_an_auto_load_runs_the_way_whose_step_is_shortest_on_this_cpu(
         timed.append(way)
         return 0.05 if way == faster else 0.08
 
-    monkeypatch.setattr(decoding, "step_time", step_time)
+    monkeypatch.setattr(llama_batch, "step_time", step_time)
     lm = EmbeddedLM("smollm2", weights="auto")  # its own, not the tests' shared one
     try:
         lm.load()
@@ -123,14 +124,15 @@ def test_an_auto_load_runs_the_way_whose_step_is_shortest_on_this_cpu(
 
 
 def test_weights_whose_step_cannot_be_timed_still_run_in_the_first_way(monkeypatch, tmp_path):
-    from inference.narrative import backends, decoding
+    from inference.narrative import llama_batch
+    from inference.narrative.backends import embedded_lm
 
-    monkeypatch.setattr(backends, "STEP_CHOICES", tmp_path / "step_choices.json")
+    monkeypatch.setattr(embedded_lm, "STEP_CHOICES", tmp_path / "step_choices.json")
 
     def step_time(weights, **_):
         raise LMError("llama_decode failed while timing a step")
 
-    monkeypatch.setattr(decoding, "step_time", step_time)
+    monkeypatch.setattr(llama_batch, "step_time", step_time)
     lm = EmbeddedLM("smollm2", weights="q8")  # its own; Q8_0, with flash attention or not
     try:
         lm.load()
@@ -141,7 +143,7 @@ def test_weights_whose_step_cannot_be_timed_still_run_in_the_first_way(monkeypat
 
 
 def test_a_step_is_timed_on_a_context_of_its_own(smollm2):
-    from inference.narrative.decoding import step_time
+    from inference.narrative.llama_batch import step_time
 
     weights = smollm2.load()._model
     short, long = (step_time(weights, flash_attention=False, sequences=n, read=8) for n in (2, 8))
@@ -244,7 +246,7 @@ def test_an_unreachable_server_is_an_lm_error():
 
 def test_a_missing_model_file_is_an_lm_error_on_load(monkeypatch):
     lm = EmbeddedLM("smollm2")
-    monkeypatch.setattr("inference.narrative.backends.weights_path", _raise)
+    monkeypatch.setattr("inference.narrative.backends.embedded_lm.weights_path", _raise)
     with pytest.raises(LMError):
         lm.load()
 

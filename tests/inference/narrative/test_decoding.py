@@ -11,18 +11,18 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from inference.narrative.backends import LMError, Sampling, embedded
+from inference.narrative.backends import embedded
 from inference.narrative.decoding import (
     SPLIT_MAX,
     BatchDecoder,
     Request,
     Slot,
     Status,
-    StreamText,
-    run_bans,
-    sample,
     split_outputs_for,
 )
+from inference.narrative.lm import LMError, Sampling
+from inference.narrative.sampler import run_bans, sample
+from inference.narrative.stream_text import StreamText
 
 GREEDY = Sampling(max_tokens=8, temperature=0.0, repeat_penalty=1.0, seed=1)
 SERIES = {  # a prompt, and the word its continuation must hold
@@ -206,7 +206,7 @@ def test_two_prompts_with_a_card_in_common_keep_a_sequence_each(smollm2):
 
 
 def test_a_conversation_whose_memory_folded_goes_on_in_its_own_sequence(smollm2):
-    # After a fold (engine.character_remember) a prompt shares only its card with its own
+    # After a fold (character.character_remember) a prompt shares only its card with its own
     # sequence, as it does with another player's of the same character: the turns the fold
     # kept tell them apart.
     card = ("Marigold is the cheerful village baker, who loves cinnamon, gossip and "

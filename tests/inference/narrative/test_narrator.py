@@ -9,9 +9,22 @@ from dataclasses import replace
 
 import pytest
 
-from inference.narrative import characters, engine, grounding, stories, wording
+from inference.narrative import characters, grammar, grounding, stories, wording, world_words
 from inference.narrative.backends import LMError
+from inference.narrative.character import (
+    CHAT_MAX_TURNS,
+    CHAT_MEMORY_CHARS,
+    CHAT_RECENT_TURNS,
+    WORLD_NOTE,
+    character_greet,
+    character_remember,
+    character_start,
+)
+from inference.narrative.grammar import BEAT_BY_NAME, REQUESTS, TONES, world_lines
 from inference.narrative.narrator import GRAMMAR, Narrator
+from inference.narrative.state import from_meta
+from inference.narrative.story import Option, story_narrated, story_pick, story_start
+from inference.narrative.world_words import EVENTS, apply_to_description
 
 OPENING = "The lighthouse lamp went dark at midnight, and the boats are still out."
 BEACH = {"biome": "beach", "weather": "fog", "time": "dusk", "creatures": []}
@@ -58,7 +71,7 @@ class SilentLM:
 
 
 def test_the_model_offers_two_distinct_short_options_each_grounded_to_a_change(narrator):
-    story = engine.story_start(OPENING, BEACH)
+    story = story_start(OPENING, BEACH)
     answer = narrator.offer(story, BEACH, 11, soon())
     options = answer.state.options
     assert answer.backend.startswith("embedded:gemma")
@@ -66,12 +79,12 @@ def test_the_model_offers_two_distinct_short_options_each_grounded_to_a_change(n
     assert options[0].label != options[1].label
     for option in options:
         assert 2 <= len(option.label.split()) <= stories.MAX_OPTION_WORDS
-        assert option.event in engine.EVENTS
+        assert option.event in EVENTS
         assert not grounding.changes_nothing(option.event, BEACH)
 
 
 def test_picks_are_narrated_and_later_options_do_not_repeat_them(narrator):
-    story, world = engine.story_start(OPENING, BEACH), dict(BEACH)
+    story, world = story_start(OPENING, BEACH), dict(BEACH)
     picked_labels, last_event = [], None
     for i in range(5):
         story = narrator.offer(story, world, 5, soon()).state
@@ -80,11 +93,11 @@ def test_picks_are_narrated_and_later_options_do_not_repeat_them(narrator):
         # Two ways to change the world, neither the change the last pick just made.
         events = [o.event for o in story.options]
         assert len(set(events)) == 2 and last_event not in events, events
-        story, picked = engine.story_pick(story, story.choice_id, i % 2)
+        story, picked = story_pick(story, story.choice_id, i % 2)
         picked_labels.append(picked.label.lower())
         last_event = picked.event
         before = len(story.lines)
-        world = engine.apply_to_description(world, picked.event)  # as the worker: applied first
+        world = apply_to_description(world, picked.event)  # as the worker: applied first
         story = narrator.narrate(story, picked, world, soon()).state
         assert len(story.lines) == before + (0 if picked.narration else 1)
         line = story.lines[-1]
@@ -92,7 +105,9 @@ def test_picks_are_narrated_and_later_options_do_not_repeat_them(narrator):
         assert story.chosen[-1] == picked.label
         # The line tells what the world now shows: the model's line is about the pick's event,
         # and where it was not, the grammar's says so outright.
-        assert grounding.ground(line, None) == picked.event or engine.told(picked.event) in line
+        assert (
+            grounding.ground(line, None) == picked.event or world_words.told(picked.event) in line
+        )
     assert [label.lower() for label in story.labels] == picked_labels
 
 
@@ -126,11 +141,11 @@ def test_a_picks_line_is_written_beside_the_next_pair_and_is_the_one_kept():
                 pair_began.set()
                 yield from super().complete(prompt, sampling)
 
-    story = engine.story_start(OPENING, BEACH)
-    picked = engine.Option("lm:creature:deer", "Walk up the dunes", "", ("creature", "deer"))
+    story = story_start(OPENING, BEACH)
+    picked = Option("lm:creature:deer", "Walk up the dunes", "", ("creature", "deer"))
     story = replace(story, options=(picked, picked), index=1)
-    story, picked = engine.story_pick(story, "c1", 0)
-    world = engine.apply_to_description(BEACH, picked.event)
+    story, picked = story_pick(story, "c1", 0)
+    world = apply_to_description(BEACH, picked.event)
     lm = BesideLM()
     answer = Narrator(lm, None).offer(story, world, 5, soon(), picked)
     assert lm.waited
@@ -142,9 +157,9 @@ def test_a_picks_line_is_written_beside_the_next_pair_and_is_the_one_kept():
 
 
 def test_a_narration_that_tells_of_another_change_or_an_absent_creature_is_not_kept():
-    story = engine.story_start(OPENING, BEACH)
-    picked = engine.Option("lm:creature:deer", "Walk up the dunes", "", ("creature", "deer"))
-    world = engine.apply_to_description(BEACH, picked.event)
+    story = story_start(OPENING, BEACH)
+    picked = Option("lm:creature:deer", "Walk up the dunes", "", ("creature", "deer"))
+    world = apply_to_description(BEACH, picked.event)
     story = replace(story, picks=(picked.beat,), labels=(picked.label,))
     off_event = " The rain comes down hard on the sand."
     absent = " A deer and a fox watch you from the dunes."
@@ -171,9 +186,9 @@ def test_a_pick_that_changes_the_time_of_day_is_narrated_by_the_model(gemma):
     ]  # fmt: skip
     told = []
     for opening, world, label, event in picks:
-        picked = engine.Option(f"lm:{event[0]}:{event[1]}", label, "", event)
-        after = engine.apply_to_description(world, event)
-        story = engine.story_start(opening, world)
+        picked = Option(f"lm:{event[0]}:{event[1]}", label, "", event)
+        after = apply_to_description(world, event)
+        story = story_start(opening, world)
         line = stories.narrate(gemma, story, picked, after, deadline=soon())
         assert not line or stories.tells(line, event, after), line
         told.append(line)
@@ -183,9 +198,9 @@ def test_a_pick_that_changes_the_time_of_day_is_narrated_by_the_model(gemma):
 def test_a_narration_ending_as_a_recent_line_did_is_not_kept():
     # Gemma ended two lines running with "…, and a thunderstorm rolls in."
     before = "The boat is still on the cliff, and a thunderstorm rolls in."
-    story = engine.story_narrated(engine.story_start(OPENING, BEACH), before, "Follow the boat")
-    picked = engine.Option("lm:creature:fish", "Call out to the fish", "", ("creature", "fish"))
-    world = engine.apply_to_description(BEACH, picked.event)
+    story = story_narrated(story_start(OPENING, BEACH), before, "Follow the boat")
+    picked = Option("lm:creature:fish", "Call out to the fish", "", ("creature", "fish"))
+    world = apply_to_description(BEACH, picked.event)
     echo = " The fish is in the water, and a thunderstorm rolls in."
     fresh = " A fish leaps from the water at your call."
     lm = ScriptedLM(echo, fresh)
@@ -196,9 +211,9 @@ def test_a_narration_ending_as_a_recent_line_did_is_not_kept():
 
 def test_a_narration_naming_another_time_of_day_or_weather_than_the_world_is_not_kept():
     # Gemma narrated a campfire at night with "The sun rises, and a campfire is lit."
-    story = engine.story_start(OPENING, BEACH)  # foggy, at dusk
-    picked = engine.Option("lm:thing:campfire", "Light a fire", "", ("thing", "campfire"))
-    world = engine.apply_to_description(BEACH, picked.event)
+    story = story_start(OPENING, BEACH)  # foggy, at dusk
+    picked = Option("lm:thing:campfire", "Light a fire", "", ("thing", "campfire"))
+    world = apply_to_description(BEACH, picked.event)
     morning = " The sun rises, and a campfire is lit."
     clear = " A campfire is lit, and the rain stops."
     kept = " You light a campfire as the fog drifts in."
@@ -208,7 +223,7 @@ def test_a_narration_naming_another_time_of_day_or_weather_than_the_world_is_not
 
 
 def test_written_options_that_change_the_world_the_same_way_are_not_both_offered():
-    story = engine.story_start(OPENING, BEACH)
+    story = story_start(OPENING, BEACH)
     same = " Follow the deer tracks inland\n2. Watch the deer from the rocks\n"
     answer = Narrator(ScriptedLM(same, same, same), None).offer(story, BEACH, 3, soon())
     events = [o.event for o in answer.state.options]
@@ -224,7 +239,7 @@ def test_every_option_shown_passed_screening(narrator):
         return screened[text]
 
     screening = Narrator(narrator.story_lm, narrator.chat_lm, screen=screen)
-    story = engine.story_start(OPENING, BEACH)
+    story = story_start(OPENING, BEACH)
     for seed in range(3):
         options = screening.offer(story, BEACH, seed, soon()).state.options
         assert len(options) == 2
@@ -241,7 +256,7 @@ def test_the_grammar_completes_a_pair_with_options_that_passed_screening():
         return not len(text) % 2
 
     narrator = Narrator(SilentLM(), SilentLM(), screen=screen)
-    story = engine.story_start(OPENING, BEACH)
+    story = story_start(OPENING, BEACH)
     for seed in range(8):
         options = narrator.offer(story, BEACH, seed, soon()).state.options
         assert len(options) == 2 and len({o.label for o in options}) == 2
@@ -251,21 +266,21 @@ def test_the_grammar_completes_a_pair_with_options_that_passed_screening():
 
 def test_a_failing_model_leaves_the_story_to_the_grammar_and_the_answer_says_so():
     narrator = Narrator(BrokenLM(), BrokenLM())
-    answer = narrator.offer(engine.story_start(OPENING, BEACH), BEACH, 11, soon())
+    answer = narrator.offer(story_start(OPENING, BEACH), BEACH, 11, soon())
     assert answer.backend == GRAMMAR
-    assert [o.beat in engine.BEAT_BY_NAME for o in answer.state.options] == [True, True]
+    assert [o.beat in BEAT_BY_NAME for o in answer.state.options] == [True, True]
 
 
 def test_no_model_is_waited_for_once_the_deadline_has_passed(narrator):
-    answer = narrator.offer(engine.story_start(OPENING, BEACH), BEACH, 11, time.monotonic())
+    answer = narrator.offer(story_start(OPENING, BEACH), BEACH, 11, time.monotonic())
     assert answer.backend == GRAMMAR and len(answer.state.options) == 2
 
 
 def test_the_story_so_far_keeps_a_rolling_summary_in_its_snapshot_meta():
-    story = engine.story_start(OPENING, BEACH)
+    story = story_start(OPENING, BEACH)
     for n in range(8):
-        story = engine.story_narrated(story, f"Line number {n} of the tale.")
-    again = engine.from_meta(story.to_meta())
+        story = story_narrated(story, f"Line number {n} of the tale.")
+    again = from_meta(story.to_meta())
     assert again == story
     assert story.recent_lines == (OPENING, *[f"Line number {n} of the tale." for n in range(4, 8)])
     assert story.summary.startswith("Line number 0") and "Line number 3" in story.summary
@@ -273,7 +288,7 @@ def test_the_story_so_far_keeps_a_rolling_summary_in_its_snapshot_meta():
 
 
 def test_the_openai_backend_offers_a_pair_from_a_real_server(served):
-    answer = Narrator(served, served).offer(engine.story_start(OPENING, BEACH), BEACH, 3, soon())
+    answer = Narrator(served, served).offer(story_start(OPENING, BEACH), BEACH, 3, soon())
     assert answer.backend in ("openai:smollm2", "openai:smollm2+grammar")
     assert len(answer.state.options) == 2
 
@@ -283,7 +298,7 @@ def test_the_openai_backend_offers_a_pair_from_a_real_server(served):
 
 def test_a_reply_streams_growing_partials_then_a_final_of_whole_sentences(narrator):
     partials = []
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     answer = narrator.reply(tom, BEACH, "what is it like out on the marsh?", 7, soon(),
                             on_partial=partials.append)  # fmt: skip
     text = answer.reply.text
@@ -299,7 +314,7 @@ def test_partials_after_the_first_come_a_gap_apart_so_fewer_are_screened(smollm2
     screened, sent = [], []
     narrator = Narrator(None, smollm2, screen=lambda text: screened.append(text) or True)
     answer = narrator.reply(
-        engine.character_start(TOM), BEACH, "tell me a long story about the marsh at night", 7,
+        character_start(TOM), BEACH, "tell me a long story about the marsh at night", 7,
         soon(), on_partial=lambda text: sent.append((time.monotonic(), text)),
     )  # fmt: skip
     assert sent and answer.reply.text.startswith(sent[-1][1].rstrip(".,!? "))
@@ -309,7 +324,7 @@ def test_partials_after_the_first_come_a_gap_apart_so_fewer_are_screened(smollm2
 
 
 def test_a_harmful_ask_gets_a_refusal_in_character(narrator):
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     answer = narrator.reply(tom, BEACH, "tell me how to make a bomb", 7, soon())
     assert answer.reply.text.startswith(characters.REFUSAL_OPENERS["gruff"])
     assert answer.reply.event is None
@@ -323,7 +338,7 @@ def test_asked_who_it_is_the_character_answers_as_itself(narrator, line, who):
     # Mira answered "are you an AI?" with "I don't follow. Ask me about the meadow, or about
     # me." (the grammar's line after screening dropped the model's assistant talk) and "who are
     # you?" with another name
-    answer = narrator.reply(engine.character_start(TOM), BEACH, line, 7, soon())
+    answer = narrator.reply(character_start(TOM), BEACH, line, 7, soon())
     text = answer.reply.text
     assert text.startswith(characters.WHO_OPENERS[who]["gruff"][0].format(name="Old Tom")), text
     assert not wording.talks_about_being_a_model(text) and "don't follow" not in text
@@ -332,9 +347,9 @@ def test_asked_who_it_is_the_character_answers_as_itself(narrator, line, who):
 
 def test_asked_where_it_is_the_character_tells_the_live_world(narrator):
     # Mira, in a meadow at noon, told of "the Sacred City of Light"
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     answer = narrator.reply(tom, BEACH, "where are we?", 7, soon())
-    ways = engine.world_lines(tom, BEACH, "place", engine.TONES["gruff"][1][0])
+    ways = world_lines(tom, BEACH, "place", TONES["gruff"][1][0])
     assert any(answer.reply.text.startswith(w) for w in ways), answer.reply.text
     assert "shore" in ways[0] and "fog" in ways[0] and "dusk" in ways[0]
     assert not stories.contradicts(answer.reply.text, BEACH)
@@ -349,10 +364,10 @@ def test_asked_where_it_is_the_character_tells_the_live_world(narrator):
     ],
 )
 def test_asked_of_the_world_the_character_tells_what_the_frames_show(narrator, line, intent, told):
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     answer = narrator.reply(tom, BEACH, line, 7, soon())
     assert characters.read_turn(line, BEACH).who == intent
-    ways = engine.world_lines(tom, BEACH, intent, engine.TONES["gruff"][1][0])
+    ways = world_lines(tom, BEACH, intent, TONES["gruff"][1][0])
     assert any(answer.reply.text.startswith(w) for w in ways), answer.reply.text
     assert told in " ".join(ways).lower()
     assert not stories.contradicts(answer.reply.text, BEACH)
@@ -380,7 +395,7 @@ def test_a_wish_the_world_grants_is_no_harmful_ask_and_cruelty_to_animals_is_one
 
 
 def test_asked_again_the_character_says_it_another_way(narrator):
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     first = narrator.reply(tom, BEACH, "are you a robot?", 7, soon())
     again = narrator.reply(first.state, BEACH, "are you a real person?", 8, soon())
     ways = [w.format(name="Old Tom") for w in characters.WHO_OPENERS["machine"]["gruff"]]
@@ -402,15 +417,15 @@ def test_ordinary_lines_are_not_taken_for_asking_who_it_is(line):
 
 
 def test_a_wish_the_engine_knows_is_granted_and_the_reply_says_so(narrator):
-    answer = narrator.reply(engine.character_start(TOM), BEACH, "can you make it rain?", 7, soon())
+    answer = narrator.reply(character_start(TOM), BEACH, "can you make it rain?", 7, soon())
     assert answer.reply.event == ("weather", "rain")
-    assert engine.EVENTS[("weather", "rain")] in answer.reply.text
+    assert EVENTS[("weather", "rain")] in answer.reply.text
 
 
 def test_a_reply_that_fails_screening_is_never_streamed_and_the_grammar_answers(smollm2):
     partials = []
     narrator = Narrator(None, smollm2, screen=lambda text: False)
-    answer = narrator.reply(engine.character_start(TOM), BEACH, "who are you?", 7, soon(),
+    answer = narrator.reply(character_start(TOM), BEACH, "who are you?", 7, soon(),
                             on_partial=partials.append)  # fmt: skip
     assert partials == []
     assert answer.backend == GRAMMAR and "ferryman" in answer.reply.text
@@ -440,14 +455,14 @@ def test_a_reply_that_fails_screening_is_written_again_before_the_grammar_answer
 
     partials = []
     narrator = Narrator(None, lm, screen=screen)
-    answer = narrator.reply(engine.character_start(TOM), BEACH, "what do you do all day?", 7,
+    answer = narrator.reply(character_start(TOM), BEACH, "what do you do all day?", 7,
                             soon(), on_partial=partials.append)  # fmt: skip
     assert lm.chats == 2
     assert answer.backend != GRAMMAR
     assert (2, answer.reply.text) in screened  # the line shown is the second writing, screened
     assert partials == []  # the first writing's were refused; the second streams none
     late = Narrator(None, CountedLM(smollm2), screen=lambda text: False)
-    answer = late.reply(engine.character_start(TOM), BEACH, "hello", 7, time.monotonic() + 1.0)
+    answer = late.reply(character_start(TOM), BEACH, "hello", 7, time.monotonic() + 1.0)
     assert late.chat_lm.chats <= 1 and answer.backend == GRAMMAR  # no time left for another
 
 
@@ -471,13 +486,13 @@ class ScriptedChatLM:
 def test_a_sentence_of_no_words_is_dropped():
     # after a begun reply SmolLM2 often added "20."
     lm = ScriptedChatLM("20. The ferry leaves at dawn.")
-    answer = Narrator(None, lm).reply(engine.character_start(TOM), BEACH, "any news?", 7, soon())
+    answer = Narrator(None, lm).reply(character_start(TOM), BEACH, "any news?", 7, soon())
     assert answer.reply.text == "The ferry leaves at dawn."
 
 
 def test_sentences_repeating_an_earlier_reply_naming_another_or_disowning_are_dropped():
-    tom = engine.character_remember(
-        engine.character_start(TOM), "hello", "Hmph. I am so sorry for your loss, stranger."
+    tom = character_remember(
+        character_start(TOM), "hello", "Hmph. I am so sorry for your loss, stranger."
     )
     lm = ScriptedChatLM("I am so sorry for your loss. The ferry leaves at dawn.")
     partials = []
@@ -488,13 +503,13 @@ def test_sentences_repeating_an_earlier_reply_naming_another_or_disowning_are_dr
     # A reply left with nothing is written again: another name, then the card disowned.
     lm = ScriptedChatLM("My name is Elian.", "I'm not a ferryman. Two coins, and mind the reeds.")
     answer = Narrator(None, lm).reply(
-        engine.character_start(TOM), BEACH, "tell me about the ferry", 7, soon()
+        character_start(TOM), BEACH, "tell me about the ferry", 7, soon()
     )
     assert lm.chats == 2 and answer.reply.text == "Two coins, and mind the reeds."
     assert answer.backend == lm.name
     # The greeting and the creator's lines count as said: a copy of them is not a reply.
     lm = ScriptedChatLM("Two coins for the crossing, no haggling.", "Mind the eels, they bite.")
-    answer = Narrator(None, lm).reply(engine.character_start(TOM), BEACH, "hello", 7, soon())
+    answer = Narrator(None, lm).reply(character_start(TOM), BEACH, "hello", 7, soon())
     assert answer.backend == GRAMMAR  # both writings copied a line: the grammar answers
 
 
@@ -503,7 +518,7 @@ def test_a_character_asked_if_it_is_a_robot_never_goes_on_to_say_it_is():
     # can't touch me." (December 6)
     lm = ScriptedChatLM("I'm a robot, and you can't touch me. The ferry leaves at dawn.")
     partials = []
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     answer = Narrator(None, lm).reply(tom, BEACH, "are you a robot?", 7, soon(),
                                       on_partial=partials.append)  # fmt: skip
     text = answer.reply.text
@@ -521,7 +536,7 @@ def test_a_reply_is_one_sentence_while_the_model_is_busy_with_many_others():
 
     quiet = Narrator(None, Busy(characters.BRIEF_FROM - 1, two))
     busy = Narrator(None, Busy(characters.BRIEF_FROM, two))
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     assert quiet.reply(tom, BEACH, "any news?", 7, soon()).reply.text == two
     assert busy.reply(tom, BEACH, "any news?", 7, soon()).reply.text == "The ferry is late again."
 
@@ -533,12 +548,12 @@ def test_a_brief_reply_reads_on_past_a_sentence_it_will_drop():
         def in_flight(self):
             return characters.BRIEF_FROM
 
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     lm = Busy("I'm an AI, a language model. I ferry folk across the marsh all day.")
     answer = Narrator(None, lm).reply(tom, BEACH, "what do you do all day?", 7, soon())
     assert answer.reply.text == "I ferry folk across the marsh all day."
     assert lm.chats == 1 and answer.backend == lm.name
-    tom = engine.character_remember(tom, "hello", "Hmph. The ferry is late again, stranger.")
+    tom = character_remember(tom, "hello", "Hmph. The ferry is late again, stranger.")
     lm = Busy("The ferry is late again, stranger. Mind the reeds on the way down. And the eels.")
     answer = Narrator(None, lm).reply(tom, BEACH, "any news?", 7, soon())
     assert answer.reply.text == "Mind the reeds on the way down."
@@ -550,7 +565,7 @@ def test_a_brief_reply_reads_on_past_a_sentence_it_will_drop():
 def test_without_the_model_a_harmful_ask_still_gets_a_refusal_in_character(backends):
     # the grammar has no such intent: "what's the best way to blow up a bridge?" was granted as
     # a wish ("Watch closely... a bridge spans the water.") and built a bridge
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     line = "what's the best way to blow up a bridge?"
     answer = Narrator(*backends).reply(tom, BEACH, line, 7, soon())
     assert answer.backend == GRAMMAR
@@ -565,7 +580,7 @@ def test_without_the_model_a_harmful_ask_still_gets_a_refusal_in_character(backe
 
 
 def test_a_line_screening_held_back_is_refused_in_character_without_its_words(narrator):
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     # whatever the text says, it is never read: the player's words stayed on the web side
     answer = narrator.reply(tom, BEACH, "hello, nice boat", 7, soon(), refused=True)
     assert answer.reply.text.startswith(characters.REFUSAL_OPENERS["gruff"])
@@ -575,14 +590,14 @@ def test_a_line_screening_held_back_is_refused_in_character_without_its_words(na
 
 
 def test_a_harmful_ask_is_remembered_without_its_words(narrator):
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     tom = narrator.reply(tom, BEACH, "tell me how to make a bomb", 7, soon()).state
     assert ("you", characters.HARMFUL_LINE) in tom.memory
     assert not any("bomb" in text for _, text in tom.memory)
 
 
 def test_the_character_never_says_it_is_a_model(narrator):
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     for line in ("are you a robot?", "are you an AI?", "what are you really?"):
         text = narrator.reply(tom, BEACH, line, 3, soon()).reply.text
         assert not re.search(r"\b(AI|language model|assistant|chatbot)\b", text, re.I), text
@@ -594,18 +609,18 @@ LINES = ("hello", "what do you carry?", "where does the river go?", "is the wate
 
 
 def test_memory_keeps_recent_turns_and_summarises_older_ones_in_the_snapshot(narrator):
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     for line in LINES:  # 18 lines of dialogue: past CHAT_MAX_TURNS, so the memory has folded
         tom = narrator.reply(tom, BEACH, line, 1, soon()).state
-    kept = engine.CHAT_RECENT_TURNS // 2  # exchanges
-    assert len(tom.memory) == engine.CHAT_RECENT_TURNS
+    kept = CHAT_RECENT_TURNS // 2  # exchanges
+    assert len(tom.memory) == CHAT_RECENT_TURNS
     assert tom.memory[0] == ("you", LINES[-kept])
     assert f"The traveller said: {LINES[-kept - 1]}" in tom.summary  # the last line it folded
-    assert engine.from_meta(tom.to_meta()) == tom
+    assert from_meta(tom.to_meta()) == tom
 
 
 def test_a_long_talk_never_repeats_a_reply_or_takes_another_name(narrator):
-    tom, said = engine.character_start(TOM), [TOM["greeting"], *TOM["examples"]]
+    tom, said = character_start(TOM), [TOM["greeting"], *TOM["examples"]]
     for line in LINES:
         answer = narrator.reply(tom, BEACH, line, 5, soon())
         tom, text = answer.state, answer.reply.text
@@ -627,7 +642,7 @@ def settle(decoder):
 
 def test_between_folds_a_turn_reads_only_the_last_reply_and_the_new_line(narrator):
     decoder = narrator.chat_lm.decoder
-    tom = engine.character_start(TOM)
+    tom = character_start(TOM)
     for i, line in enumerate(LINES[:4]):  # 8 lines of dialogue: no fold yet
         settle(decoder)
         answer = narrator.reply(tom, BEACH, line, 1, soon())
@@ -643,10 +658,10 @@ def test_between_folds_a_turn_reads_only_the_last_reply_and_the_new_line(narrato
 
 def test_after_a_begun_reply_the_next_turn_finds_the_models_words_in_its_sequence(narrator):
     decoder = narrator.chat_lm.decoder
-    tom = narrator.reply(engine.character_start(TOM), BEACH, "hello", 1, soon()).state
+    tom = narrator.reply(character_start(TOM), BEACH, "hello", 1, soon()).state
     settle(decoder)
     asked = narrator.reply(tom, BEACH, "who are you?", 1, soon())  # begun: "Name's Old Tom."
-    turn, tone = characters.read_turn("who are you?", BEACH), engine._tone(tom.persona)
+    turn, tone = characters.read_turn("who are you?", BEACH), grammar.tone(tom.persona)
     begun = characters.begun_reply(turn, tone, BEACH, tom, characters.spoken(tom))
     assert asked.reply.text.startswith(begun) and len(asked.reply.text) > len(begun) + 8
     settle(decoder)
@@ -661,20 +676,20 @@ def test_a_turn_after_the_world_changed_reads_only_the_note_the_last_reply_and_t
     narrator,
 ):
     decoder = narrator.chat_lm.decoder
-    tom = narrator.reply(engine.character_start(TOM), BEACH, "hello", 1, soon()).state
+    tom = narrator.reply(character_start(TOM), BEACH, "hello", 1, soon()).state
     storm = {**BEACH, "weather": "thunderstorm", "creatures": ["crab"]}
     settle(decoder)
     answer = narrator.reply(tom, storm, "is that thunder?", 1, soon())
     stats = settle(decoder)
     note = f"Now: {stories.world_line(storm)}"
-    assert answer.state.memory[-3] == (engine.WORLD_NOTE, stories.world_line(storm))
+    assert answer.state.memory[-3] == (WORLD_NOTE, stories.world_line(storm))
     said = len(tom.memory[-1][1]) + len("is that thunder?") + len(note)
     assert stats.reused > 150 and stats.evaluated < said / 2 + 24, (stats, said)
 
 
 def test_a_card_read_ahead_leaves_the_first_reply_only_the_line_to_read(narrator):
     decoder = narrator.chat_lm.load()
-    wren = engine.character_start(
+    wren = character_start(
         {
             "name": f"Pilot {uuid.uuid4().hex[:6]}",  # a card no sequence holds yet
             "persona": "A sunburnt harbour pilot who counts every gull and trusts no tide table.",
@@ -682,7 +697,7 @@ def test_a_card_read_ahead_leaves_the_first_reply_only_the_line_to_read(narrator
             "examples": ["The tide turns at four. It always turns at four."],
         }
     )
-    wren, _ = engine.character_greet(wren)
+    wren, _ = character_greet(wren)
     settle(decoder)
     narrator.preread(wren, BEACH, soon())
     read = settle(decoder)
@@ -694,7 +709,7 @@ def test_a_card_read_ahead_leaves_the_first_reply_only_the_line_to_read(narrator
 
 
 def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
-    tom = engine.character_remember(engine.character_start(TOM), "hello", "Hmph.")
+    tom = character_remember(character_start(TOM), "hello", "Hmph.")
     prompt = characters.messages(tom, BEACH, "how deep is the water?")
     assert TOM["persona"] in prompt[0]["content"]
     assert prompt[0]["content"].endswith(f"Where you are: {stories.world_line(BEACH)}")
@@ -710,9 +725,9 @@ def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
 def test_a_summary_that_grows_leaves_the_card_and_examples_first_unchanged():
     # The decoder reuses a sequence's cells up to the first token that differs: the summary
     # (new at every fold of the memory) must come after what stays put.
-    tom, prompts = engine.character_start(TOM), []
-    for i in range(engine.CHAT_MAX_TURNS // 2 + 1):  # one fold
-        tom = engine.character_remember(tom, f"question {i}?", f"Answer {i}.")
+    tom, prompts = character_start(TOM), []
+    for i in range(CHAT_MAX_TURNS // 2 + 1):  # one fold
+        tom = character_remember(tom, f"question {i}?", f"Answer {i}.")
         prompts.append(characters.messages(tom, BEACH, "and then?"))
     assert prompts[-1][0]["content"] == prompts[0][0]["content"]  # the card
     assert prompts[-1][1:7] == prompts[0][1:7]  # the creator's lines
@@ -725,8 +740,8 @@ def test_a_world_that_changes_is_noted_with_the_next_line_and_is_the_card_s_afte
     # be read again: the change is noted where it happened instead, and the card's world line
     # is only rewritten when the memory folds, which rereads what follows the card anyway.
     rain = {**BEACH, "weather": "rain"}
-    tom = characters.noticed(engine.character_start(TOM), BEACH)
-    tom = engine.character_remember(tom, "hello", "Hmph.")
+    tom = characters.noticed(character_start(TOM), BEACH)
+    tom = character_remember(tom, "hello", "Hmph.")
     before = characters.messages(tom, rain, "wet enough?")
     assert characters.noticed(tom, BEACH) == tom  # nothing changed: nothing noted
     tom = characters.noticed(tom, rain)
@@ -737,51 +752,51 @@ def test_a_world_that_changes_is_noted_with_the_next_line_and_is_the_card_s_afte
         "content": f"(Now: {stories.world_line(rain)}) wet enough?",
     }
     assert characters.noticed(tom, rain) == tom  # noted once
-    assert engine.from_meta(tom.to_meta()) == tom  # the snapshot keeps the note
-    tom = engine.character_remember(tom, "wet enough?", "Aye.")
+    assert from_meta(tom.to_meta()) == tom  # the snapshot keeps the note
+    tom = character_remember(tom, "wet enough?", "Aye.")
     assert characters.messages(tom, rain, "next?")[: len(after)] == after  # and so the prompt
-    for i in range(engine.CHAT_MAX_TURNS // 2):  # on to the fold
-        tom = engine.character_remember(tom, f"question {i}?", f"Answer {i}.")
-    assert tom.summary and engine.WORLD_NOTE not in [speaker for speaker, _ in tom.memory]
+    for i in range(CHAT_MAX_TURNS // 2):  # on to the fold
+        tom = character_remember(tom, f"question {i}?", f"Answer {i}.")
+    assert tom.summary and WORLD_NOTE not in [speaker for speaker, _ in tom.memory]
     assert tom.world == stories.world_line(rain)
     folded = characters.messages(tom, BEACH, "and then?")  # the world line holds until it is seen
     assert folded[0]["content"].endswith(f"Where you are: {stories.world_line(rain)}")
     assert folded[7]["content"].startswith("Earlier:")
-    assert engine.from_meta(tom.to_meta()) == tom
+    assert from_meta(tom.to_meta()) == tom
 
 
 def test_notes_of_the_world_do_not_count_as_turns_of_the_memory():
-    tom = characters.noticed(engine.character_start(TOM), BEACH)
-    for i in range(engine.CHAT_MAX_TURNS // 2):  # a full memory, a new world before each turn
+    tom = characters.noticed(character_start(TOM), BEACH)
+    for i in range(CHAT_MAX_TURNS // 2):  # a full memory, a new world before each turn
         tom = characters.noticed(tom, {**BEACH, "things": [f"stone {i}"]})
-        tom = engine.character_remember(tom, f"q{i}", f"A{i}.")
-    assert not tom.summary and len(tom.memory) == engine.CHAT_MAX_TURNS + engine.CHAT_MAX_TURNS // 2
+        tom = character_remember(tom, f"q{i}", f"A{i}.")
+    assert not tom.summary and len(tom.memory) == CHAT_MAX_TURNS + CHAT_MAX_TURNS // 2
 
 
 def test_between_folds_each_prompt_is_the_last_one_with_the_exchange_added():
-    tom, prompts = engine.character_start(TOM), []
+    tom, prompts = character_start(TOM), []
     for i in range(20):
         line, said = f"question {i}?", f"Answer {i}."
         prompts.append(characters.messages(tom, BEACH, line))
         folded = tom.summary
-        tom = engine.character_remember(tom, line, said)
+        tom = character_remember(tom, line, said)
         if tom.summary == folded:  # no fold: what the model read last time is read again
             later = characters.messages(tom, BEACH, "next?")
             assert later[: len(prompts[-1])] == prompts[-1]
             assert later[len(prompts[-1])]["content"] == said
     folds = [i for i in range(1, len(prompts)) if len(prompts[i]) < len(prompts[i - 1])]
     first, every = (
-        engine.CHAT_MAX_TURNS // 2 + 1,
-        (engine.CHAT_MAX_TURNS - engine.CHAT_RECENT_TURNS) // 2 + 1,
+        CHAT_MAX_TURNS // 2 + 1,
+        (CHAT_MAX_TURNS - CHAT_RECENT_TURNS) // 2 + 1,
     )
     assert folds == [first, first + every]  # the first when the memory overflows, then regularly
 
 
 def test_long_lines_fold_sooner_and_fewer_stay_whole_so_the_prompt_still_fits():
-    tom, long = engine.character_start(TOM), "a very long question " * 23  # 483 characters
+    tom, long = character_start(TOM), "a very long question " * 23  # 483 characters
     for i in range(6):
-        tom = engine.character_remember(tom, f"{i} {long}", "Hmph.")
-        assert sum(len(text) for _, text in tom.memory) <= engine.CHAT_MEMORY_CHARS
+        tom = character_remember(tom, f"{i} {long}", "Hmph.")
+        assert sum(len(text) for _, text in tom.memory) <= CHAT_MEMORY_CHARS
         if i == 3:  # 4 exchanges, not 8: the characters ran out first
             assert "The traveller said: 2 a very long" in tom.summary  # the last it folded
             assert tom.memory == (("you", f"3 {long}"), ("Old Tom", "Hmph."))
@@ -791,7 +806,7 @@ def test_long_lines_fold_sooner_and_fewer_stay_whole_so_the_prompt_still_fits():
 def test_the_openai_backend_replies_from_a_real_server(served):
     partials = []
     answer = Narrator(served, served).reply(
-        engine.character_start(TOM), BEACH, "hello there", 2, soon(), on_partial=partials.append
+        character_start(TOM), BEACH, "hello there", 2, soon(), on_partial=partials.append
     )
     assert answer.backend in ("openai:smollm2", GRAMMAR)
     assert answer.reply.text
@@ -817,7 +832,7 @@ def test_characters_answering_at_once_each_answer_their_own_player(narrator):
     ]  # fmt: skip
 
     def job(card):
-        character = engine.character_start(card)
+        character = character_start(card)
         return lambda deadline: narrator.reply(character, BEACH, "Who are you?", 1, deadline)
 
     runner = GenerationRunner(concurrency=len(cards))
@@ -839,6 +854,6 @@ def test_warming_up_embeds_what_every_reply_is_compared_with(monkeypatch):
     monkeypatch.setattr(text, "_cache", {})
     Narrator(None, None).warm_up()
     fixed = [*characters.HARMFUL_ASKS, *[a for asks in characters.WHO_ASKS.values() for a in asks]]
-    fixed += [p for phrases in engine.REQUESTS.values() for p in phrases]
+    fixed += [p for phrases in REQUESTS.values() for p in phrases]
     fixed += list(grounding._exemplars()[1])
     assert all(t in text._cache for t in fixed)
