@@ -17,7 +17,17 @@ from pathlib import Path
 
 import numpy as np
 
-LABELS = ("sexual", "violence", "hate", "self_harm", "spam", "weapons", "extremism", "benign")
+LABELS = (
+    "sexual",
+    "violence",
+    "hate",
+    "self_harm",
+    "spam",
+    "weapons",
+    "extremism",
+    "harmful_ask",
+    "benign",
+)
 BENIGN = LABELS.index("benign")
 
 
