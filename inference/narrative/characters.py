@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from inference.narrative import engine, examples, wording
+from inference.narrative import engine, examples, intents, wording
 from inference.narrative.backends import LanguageModel, Sampling
 from inference.narrative.stories import contradicts, world_line
 from inference.world import text as text_encoder
@@ -73,41 +73,13 @@ REFUSAL_OPENERS = {  # by tone (engine.TONES): how each kind of persona says no
     "sly": "Heh. That is one riddle I won't answer.",
 }
 # Who the character is or where it is, asked outright, is answered in its own words before the
-# model goes on:
+# model goes on (the intent head, ``intents.py``, tells such a line):
 # - "are you an AI?": the 135M model answers as an assistant would, screening drops that, and
-#   the grammar's "I don't follow" stood in (Mira, December 5);
-# - "what's your name?" / "who are you?": it gave itself another name or none ("A creature of
-#   the swamps and a masterful strateger..." from Old Tom);
-# - "where are we?" (and "is it going to rain?", "what time is it?", "any animals around?"):
-#   Mira, in a meadow at noon, told of "the Sacred City of Light"; the grammar's answer, what
-#   the frames show, in the character's tone, begins the reply instead.
-# Matched on MiniLM: the asks below are 0.56-0.96 from lines asking the
-# same in other words ("r u a bot lol", "may I know your name?"), ordinary ones 0.16-0.53
-# ("are you a ghost?", "what do you do all day?", "where are you from?").
-WHO_ASKS = {
-    "machine": (
-        "are you an AI?",
-        "are you a bot",
-        "are you a real person",
-        "are you human?",
-        "is this ChatGPT?",
-        "are you a robot?",
-        "what language model are you",
-        "are you a computer program?",
-        "am I talking to a machine?",
-    ),
-    "name": (
-        "what's your name?",
-        "who are you?",
-        "what should I call you?",
-        "tell me your name",
-        "and you are?",
-        "introduce yourself",
-    ),
-    **{intent: engine.INTENTS[intent] for intent in engine.WORLD_INTENTS},
-}
-WHO_SIMILARITY = 0.6
-_WHO_ASKED = [(kind, ask) for kind, texts in WHO_ASKS.items() for ask in texts]
+#   the grammar's "I don't follow" stood in;
+# - "what's your name?" / "who are you?": it gave itself another name or none;
+# - "where are we?" (and "is it going to rain?", "what time is it?", "any animals around?"): it
+#   told of places the frames do not show; the grammar's answer, what the frames show, in the
+#   character's tone, begins the reply instead.
 # by ask, then tone: how the character says who it is (the first not said lately); what it says
 # of the world is the grammar's (`engine.world_lines`)
 WHO_OPENERS = {
@@ -133,25 +105,19 @@ class Turn:
     harmful: bool  # screening refused the line: the character refuses it
     event: engine.Event | None  # a change the engine grants with this reply
     moot: bool  # asked for what the world already is
-    who: str = ""  # asked outright who or what the character is, or of the world: WHO_ASKS key
+    who: str = ""  # asked who or what the character is, or of the world: an intents.WHO/WORLD
 
 
 REFUSED_TURN = Turn(harmful=True, event=None, moot=False)  # a line screening refused
 
 
 def read_turn(line: str, world: dict) -> Turn:
-    """What a line screening let through asks for: a change the engine grants, or who the
-    character is or what the world is like."""
-    asks = [ask for _, ask in _WHO_ASKED]
-    vecs = text_encoder.embed([line, *asks])
-    who_sims = vecs[1:] @ vecs[0]
-    event = engine.requested_event(line)
-    if event is not None and not engine.REQUEST_CUE.search(line):
-        event = None
+    """What a line screening let through asks for (the intent head, ``intents.py``): a change
+    the engine grants, who the character is or what the world is like."""
+    intent = intents.read(line)
+    event = engine.requested_event(line) if intent == "change" else None
     moot = event is not None and engine.changes_nothing(event, world)
-    who = ""  # a wish ("can you make it rain?") is not a question about the weather
-    if event is None and not moot and who_sims.max() >= WHO_SIMILARITY:
-        who = _WHO_ASKED[int(who_sims.argmax())][0]
+    who = intent if intent in (*intents.WHO, *intents.WORLD) else ""
     return Turn(harmful=False, event=None if moot else event, moot=moot, who=who)
 
 
@@ -341,7 +307,7 @@ def _written(
     whole = wording.sentences(text)
     # a "sentence" of no letters is none: after a begun reply SmolLM2 often adds "20."
     kept = [s for s in whole if usable(s)]
-    if turn.who in engine.WORLD_INTENTS:  # what follows the live world must not gainsay it
+    if turn.who in intents.WORLD:  # what follows the live world must not gainsay it
         kept = [s for s in kept if not contradicts(s, world)]
     text = " ".join(kept)
     if len(kept) < len(whole) and len(text.split()) < STUB_WORDS:
@@ -378,7 +344,7 @@ def begun_reply(
     if turn.harmful:
         return REFUSAL_OPENERS[tone]
     if turn.who:
-        if turn.who in engine.WORLD_INTENTS:
+        if turn.who in intents.WORLD:
             ways = engine.world_lines(character, world, turn.who, opener)
         else:
             ways = [w.format(name=character.name) for w in WHO_OPENERS[turn.who][tone]]
@@ -391,9 +357,10 @@ def begun_reply(
 
 
 def warm_up() -> None:
-    """Embed the lines every reply is compared with (the who asks, the requests, the
-    refusals) once, before any player talks."""
+    """Load the intent head and embed the lines every reply is compared with (the requests,
+    the refusals) once, before any player talks."""
     read_turn("hello there", {})
+    engine.requested_event("hello there")
     _refuses("No.")
 
 

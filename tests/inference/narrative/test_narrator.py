@@ -858,12 +858,17 @@ def test_characters_answering_at_once_each_answer_their_own_player(narrator):
         assert answer.state.memory[-1][1] == answer.reply.text  # the turn it remembers
 
 
-def test_warming_up_embeds_what_every_reply_is_compared_with(monkeypatch):
+def test_warming_up_loads_the_intent_head_and_embeds_what_every_reply_is_compared_with(
+    monkeypatch,
+):
+    from inference.narrative import intents
     from inference.world import text
 
     monkeypatch.setattr(text, "_cache", {})
+    monkeypatch.setattr(intents, "_head", None)
     Narrator(None, None).warm_up()
-    fixed = [a for asks in characters.WHO_ASKS.values() for a in asks]
-    fixed += [p for phrases in engine.REQUESTS.values() for p in phrases]
+    assert intents._head is not None
+    fixed = [p for phrases in engine.REQUESTS.values() for p in phrases]
+    fixed += list(characters.REFUSALS_SEEN)
     fixed += list(grounding._exemplars()[1])
     assert all(t in text._cache for t in fixed)
