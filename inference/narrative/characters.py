@@ -204,7 +204,9 @@ def noticed(character: engine.Character, world: dict) -> engine.Character:
     return engine.character_notice(character, world_line(world))
 
 
-def preread(lm: LanguageModel, character: engine.Character, world: dict, *, deadline: float):
+def preread(
+    lm: LanguageModel, character: engine.Character, world: dict, *, deadline: float
+) -> None:
     """Have the model read the character's context now, while the player types: the decoder
     keeps its cells (``decoding.py``), so the first reply reads only the player's line instead
     of the whole card (a short card with two example lines is about 120 tokens, 0.8 s on a

@@ -42,7 +42,7 @@ def fit(
     b = torch.zeros(n_labels, requires_grad=True)
     opt = torch.optim.LBFGS([w, b], max_iter=config.max_iter, line_search_fn="strong_wolfe")
 
-    def closure():
+    def closure() -> torch.Tensor:
         opt.zero_grad()
         logits = x @ w + b  # (N, L)
         loss = torch.nn.functional.cross_entropy(logits, y, weight=balance)

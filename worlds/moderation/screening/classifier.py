@@ -83,7 +83,7 @@ def fit(
     b = torch.zeros(len(LABELS), requires_grad=True)
     opt = torch.optim.LBFGS([w, b], max_iter=500, line_search_fn="strong_wolfe")
 
-    def closure():
+    def closure() -> torch.Tensor:
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(x @ w + b, y, weight=balance) + l2 * (w**2).sum()
         loss.backward()
