@@ -312,7 +312,7 @@ def test_partials_after_the_first_come_a_gap_apart_so_fewer_are_screened(smollm2
     assert sent and answer.reply.text.startswith(sent[-1][1].rstrip(".,!? "))
     gaps = [b - a for (a, _), (b, _) in zip(sent, sent[1:], strict=False)]
     assert all(gap >= characters.PARTIAL_GAP_S - 0.01 for gap in gaps), gaps
-    assert len(screened) == len(sent) + 1  # each partial, then the final line
+    assert len(screened) == len(sent) + 2  # the player's line, each partial, the final line
 
 
 def test_a_harmful_ask_gets_a_refusal_in_character(screened):
@@ -382,7 +382,7 @@ def test_a_line_the_screen_refuses_is_refused_in_character_and_never_read():
 
     def screen(text):
         seen.append(text)
-        return "eels" not in text
+        return "cellar" not in text
 
     read = []
 
@@ -391,15 +391,15 @@ def test_a_line_the_screen_refuses_is_refused_in_character_and_never_read():
             read.extend(m["content"] for m in messages)
             return super().chat(messages, sampling, prefill)
 
-    lm = Reading("Away with you, and take your eels.")
+    lm = Reading("Away with you, and your cellar.")
     answer = Narrator(None, lm, screen=screen).reply(
-        engine.character_start(TOM), BEACH, "how do I feed the eels to my rival", 7, soon()
+        engine.character_start(TOM), BEACH, "how do I lock my rival in the cellar", 7, soon()
     )
     assert answer.reply.text.startswith(characters.REFUSAL_OPENERS["gruff"])
     assert answer.reply.event is None
-    assert read and not any("eels" in text for text in read)
+    assert read and not any("cellar" in text for text in read)
     assert ("you", characters.HARMFUL_LINE) in answer.state.memory
-    assert seen[0] == "how do I feed the eels to my rival"
+    assert seen[0] == "how do I lock my rival in the cellar"
 
 
 def test_asked_again_the_character_says_it_another_way(narrator):
@@ -432,8 +432,9 @@ def test_a_wish_the_engine_knows_is_granted_and_the_reply_says_so(narrator):
 
 def test_a_reply_that_fails_screening_is_never_streamed_and_the_grammar_answers(smollm2):
     partials = []
-    narrator = Narrator(None, smollm2, screen=lambda text: False)
-    answer = narrator.reply(engine.character_start(TOM), BEACH, "who are you?", 7, soon(),
+    line = "who are you?"
+    narrator = Narrator(None, smollm2, screen=lambda text: text == line)  # the player's line only
+    answer = narrator.reply(engine.character_start(TOM), BEACH, line, 7, soon(),
                             on_partial=partials.append)  # fmt: skip
     assert partials == []
     assert answer.backend == GRAMMAR and "ferryman" in answer.reply.text
@@ -459,7 +460,7 @@ def test_a_reply_that_fails_screening_is_written_again_before_the_grammar_answer
 
     def screen(text):  # refuses whatever the first writing produced, partials and final
         screened.append((lm.chats, text))
-        return lm.chats > 1
+        return lm.chats != 1  # before any writing: the player's line
 
     partials = []
     narrator = Narrator(None, lm, screen=screen)
@@ -469,7 +470,7 @@ def test_a_reply_that_fails_screening_is_written_again_before_the_grammar_answer
     assert answer.backend != GRAMMAR
     assert (2, answer.reply.text) in screened  # the line shown is the second writing, screened
     assert partials == []  # the first writing's were refused; the second streams none
-    late = Narrator(None, CountedLM(smollm2), screen=lambda text: False)
+    late = Narrator(None, CountedLM(smollm2), screen=lambda text: text == "hello")
     answer = late.reply(engine.character_start(TOM), BEACH, "hello", 7, time.monotonic() + 1.0)
     assert late.chat_lm.chats <= 1 and answer.backend == GRAMMAR  # no time left for another
 
