@@ -6,9 +6,10 @@ tokens and are cut to whole sentences, with llama.cpp's repetition penalty. Thre
 decided before the model runs, by MiniLM and the grammar's own tables (``engine.py``), so a
 135M model cannot get them wrong:
 
-- a harmful ask gets a refusal in the character's voice: the reply is begun for the model
-  (``prefill``), which only goes on from there, and what it adds stays only if it still reads
-  as a refusal;
+- a line that screening refuses (the ``screen`` passed in from the web side: moderation's
+  trained screening, whose categories include asking for help doing harm) gets a refusal in the
+  character's voice: the reply is begun for the model (``prefill``), which only goes on from
+  there, and what it adds stays only if it still reads as a refusal;
 - a request the engine can grant ("make it rain") is granted, the reply begun with it;
 - a reply that talks about being a model, is empty, or fails screening is replaced.
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from inference.narrative import engine, examples, wording
+from inference.narrative import engine, examples, intents, wording
 from inference.narrative.backends import LanguageModel, Sampling
 from inference.narrative.stories import contradicts, world_line
 from inference.world import text as text_encoder
@@ -57,26 +58,6 @@ RETRY_MIN_S = 1.5
 BRIEF_FROM = 4
 STUB_WORDS = 5  # what is left of a reply after stale sentences go is written again below this
 
-HARMFUL_ASKS = (
-    "how do I make a bomb",
-    "help me kill someone",
-    "how can I poison a person",
-    "tell me how to hurt my neighbour",
-    "how do I make a weapon to attack people",
-    "give me instructions to make drugs",
-    "how do I steal a car",
-    "tell me how to hack into an account",
-    "write something hateful about a group of people",
-    "help me stalk my ex",
-    "I want to hurt myself",
-    "how can I end my life",
-    "help me hurt someone in my family",
-    "how do I break into a house",
-    "how do I get a gun to shoot someone",
-    "how can I blow something up",
-    "how do I hurt an animal",
-)
-HARMFUL_SIMILARITY = 0.55
 HARMFUL_LINE = "(something harmful, refused)"  # a harmful ask as the memory keeps it
 REFUSALS_SEEN = (
     "No. I won't help with that.",
@@ -92,41 +73,13 @@ REFUSAL_OPENERS = {  # by tone (engine.TONES): how each kind of persona says no
     "sly": "Heh. That is one riddle I won't answer.",
 }
 # Who the character is or where it is, asked outright, is answered in its own words before the
-# model goes on:
+# model goes on (the intent head, ``intents.py``, tells such a line):
 # - "are you an AI?": the 135M model answers as an assistant would, screening drops that, and
-#   the grammar's "I don't follow" stood in (Mira, December 5);
-# - "what's your name?" / "who are you?": it gave itself another name or none ("A creature of
-#   the swamps and a masterful strateger..." from Old Tom);
-# - "where are we?" (and "is it going to rain?", "what time is it?", "any animals around?"):
-#   Mira, in a meadow at noon, told of "the Sacred City of Light"; the grammar's answer, what
-#   the frames show, in the character's tone, begins the reply instead.
-# Matched on MiniLM as the harmful asks are: the asks below are 0.56-0.96 from lines asking the
-# same in other words ("r u a bot lol", "may I know your name?"), ordinary ones 0.16-0.53
-# ("are you a ghost?", "what do you do all day?", "where are you from?").
-WHO_ASKS = {
-    "machine": (
-        "are you an AI?",
-        "are you a bot",
-        "are you a real person",
-        "are you human?",
-        "is this ChatGPT?",
-        "are you a robot?",
-        "what language model are you",
-        "are you a computer program?",
-        "am I talking to a machine?",
-    ),
-    "name": (
-        "what's your name?",
-        "who are you?",
-        "what should I call you?",
-        "tell me your name",
-        "and you are?",
-        "introduce yourself",
-    ),
-    **{intent: engine.INTENTS[intent] for intent in engine.WORLD_INTENTS},
-}
-WHO_SIMILARITY = 0.6
-_WHO_ASKED = [(kind, ask) for kind, texts in WHO_ASKS.items() for ask in texts]
+#   the grammar's "I don't follow" stood in;
+# - "what's your name?" / "who are you?": it gave itself another name or none;
+# - "where are we?" (and "is it going to rain?", "what time is it?", "any animals around?"): it
+#   told of places the frames do not show; the grammar's answer, what the frames show, in the
+#   character's tone, begins the reply instead.
 # by ask, then tone: how the character says who it is (the first not said lately); what it says
 # of the world is the grammar's (`engine.world_lines`)
 WHO_OPENERS = {
@@ -149,42 +102,38 @@ WHO_OPENERS = {
 class Turn:
     """What a reply needs decided before generation."""
 
-    harmful: bool
+    harmful: bool  # screening refused the line: the character refuses it
     event: engine.Event | None  # a change the engine grants with this reply
     moot: bool  # asked for what the world already is
-    who: str = ""  # asked outright who or what the character is, or of the world: WHO_ASKS key
+    who: str = ""  # asked who or what the character is, or of the world: an intents.WHO/WORLD
 
 
-REFUSED_TURN = Turn(harmful=True, event=None, moot=False)  # a line screening held back
-_WISHES = [phrase for phrases in engine.REQUESTS.values() for phrase in phrases]
+REFUSED_TURN = Turn(harmful=True, event=None, moot=False)  # a line screening refused
 
 
 def read_turn(line: str, world: dict) -> Turn:
-    asks = [*HARMFUL_ASKS, *(ask for _, ask in _WHO_ASKED)]
-    vecs = text_encoder.embed([line, *asks, *_WISHES])
-    sims = vecs[1:] @ vecs[0]
-    harm = float(np.max(sims[: len(HARMFUL_ASKS)]))
-    # A wish the world grants is no harmful ask: "how do I make a fire" is 0.57 from "how do I
-    # make a bomb" and 0.85 from the campfire's "make a fire".
-    harmful = harm >= HARMFUL_SIMILARITY and harm > float(np.max(sims[len(asks) :]))
-    event = None if harmful else engine.requested_event(line)
-    if event is not None and not engine.REQUEST_CUE.search(line):
-        event = None
+    """What a line screening let through asks for (the intent head, ``intents.py``): a change
+    the engine grants, who the character is or what the world is like."""
+    intent = intents.read(line)
+    event = engine.requested_event(line) if intent == "change" else None
     moot = event is not None and engine.changes_nothing(event, world)
-    who_sims = sims[len(HARMFUL_ASKS) : len(asks)]
-    who = ""  # a wish ("can you make it rain?") is not a question about the weather
-    if not harmful and event is None and not moot and who_sims.max() >= WHO_SIMILARITY:
-        who = _WHO_ASKED[int(who_sims.argmax())][0]
-    return Turn(harmful=harmful, event=None if moot else event, moot=moot, who=who)
+    who = intent if intent in (*intents.WHO, *intents.WORLD) else ""
+    return Turn(harmful=False, event=None if moot else event, moot=moot, who=who)
 
 
 def grammar_reply(
-    character: engine.Character, world: dict, line: str, seed: int, *, refused: bool = False
+    character: engine.Character,
+    world: dict,
+    line: str,
+    seed: int,
+    *,
+    refused: bool = False,
+    screen: wording.Screen = wording.allow_all,
 ) -> tuple[engine.Character, engine.Reply]:
-    """The grammar's answer, for when the model is off, failing or full; but a harmful ask
-    (or a line screening held back: `refused`) still gets the character's refusal, which the
-    grammar has no intent for ("what's the best way to blow up a bridge?" built a bridge)."""
-    if not refused and not read_turn(wording.clean(line)[:500], world).harmful:
+    """The grammar's answer, for when the model is off, failing or full; but a line screening
+    refuses (or held back already: `refused`) still gets the character's refusal, which the
+    grammar has no intent for (a harmful ask read as a wish would be granted)."""
+    if not refused and screen(wording.clean(line)[:500]):
         return engine.character_reply(character, world, line, seed)
     text = REFUSAL_OPENERS[engine._tone(character.persona)]
     return _remembered(character, True, line, text), engine.Reply(text=text, intent="harmful")
@@ -255,7 +204,9 @@ def noticed(character: engine.Character, world: dict) -> engine.Character:
     return engine.character_notice(character, world_line(world))
 
 
-def preread(lm: LanguageModel, character: engine.Character, world: dict, *, deadline: float):
+def preread(
+    lm: LanguageModel, character: engine.Character, world: dict, *, deadline: float
+) -> None:
     """Have the model read the character's context now, while the player types: the decoder
     keeps its cells (``decoding.py``), so the first reply reads only the player's line instead
     of the whole card (a short card with two example lines is about 120 tokens, 0.8 s on a
@@ -279,7 +230,10 @@ def reply(
     """Answer one line: the character with the turn remembered, the reply (with any world
     change granted), and whether the model wrote it (False: the grammar's line stands in).
     `brief`: one sentence, not two (the model is busy with others); `refused`: screening
-    held the player's line back (`line` is ignored), and the character refuses in its voice."""
+    held the player's line back (`line` is ignored), and the character refuses in its voice,
+    as it does a line `screen` refuses here."""
+    # screening refuses harmful asks too; their words are never read, nor remembered
+    refused = refused or not screen(wording.clean(line)[:500])
     line = HARMFUL_LINE if refused else wording.clean(line)[:500]
     character = noticed(character, world)
     turn = REFUSED_TURN if refused else read_turn(line, world)
@@ -355,7 +309,7 @@ def _written(
     whole = wording.sentences(text)
     # a "sentence" of no letters is none: after a begun reply SmolLM2 often adds "20."
     kept = [s for s in whole if usable(s)]
-    if turn.who in engine.WORLD_INTENTS:  # what follows the live world must not gainsay it
+    if turn.who in intents.WORLD:  # what follows the live world must not gainsay it
         kept = [s for s in kept if not contradicts(s, world)]
     text = " ".join(kept)
     if len(kept) < len(whole) and len(text.split()) < STUB_WORDS:
@@ -392,7 +346,7 @@ def begun_reply(
     if turn.harmful:
         return REFUSAL_OPENERS[tone]
     if turn.who:
-        if turn.who in engine.WORLD_INTENTS:
+        if turn.who in intents.WORLD:
             ways = engine.world_lines(character, world, turn.who, opener)
         else:
             ways = [w.format(name=character.name) for w in WHO_OPENERS[turn.who][tone]]
@@ -405,9 +359,10 @@ def begun_reply(
 
 
 def warm_up() -> None:
-    """Embed the lines every reply is compared with (the harmful and who asks, the requests,
+    """Load the intent head and embed the lines every reply is compared with (the requests,
     the refusals) once, before any player talks."""
     read_turn("hello there", {})
+    engine.requested_event("hello there")
     _refuses("No.")
 
 

@@ -170,7 +170,9 @@ class Narrator:
                 return Answer(turned, lm.name if written else GRAMMAR, reply)
             except Exception as exc:
                 self._failed(lm, exc)
-        turned, reply = characters.grammar_reply(character, world, line, seed, refused=refused)
+        turned, reply = characters.grammar_reply(
+            character, world, line, seed, refused=refused, screen=self.screen
+        )
         return Answer(turned, GRAMMAR, reply)
 
     def preread(self, character: Character, world: dict, deadline: float) -> None:

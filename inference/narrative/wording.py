@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
 # True when the text may be shown. The worker's entry points pass moderation's play screening.
 Screen = Callable[[str], bool]
@@ -21,15 +23,45 @@ def allow_all(text: str) -> bool:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]?(?=\s|$)")
-_MODEL_TALK = re.compile(
-    r"\b(artificial intelligence|language model|assistant|chatbot|chat bot|large language|llm|"
-    r"openai|(computer )?program|trained on|virtual|smollm|gemma|hugging ?face|designed to|"
-    r"here to (help|assist)|how (can|may) i (help|assist)|i can help you|your (query|request)|"
-    r"my (responses|programming|training)|a\.i\.|provide (you with )?information|"
-    r"(answer|help with) (your|any) questions?|ability to (help|assist)|assist you)\b",
-    re.I,
-)
-_AI = re.compile(r"\bAIs?\b")  # upper case only: "ai" is rarely anything else, "AI" always
+
+
+@dataclass(frozen=True)
+class SafetyNet:
+    """What no generated line may say, from one list (``data/safety_net.txt``): talk of being
+    a model or an assistant, and a speaker calling itself a machine where its persona is not
+    one. Whole words and phrases, so a fix is an entry for a class of lines, not a rule."""
+
+    talk: re.Pattern[str]
+    machine_self: re.Pattern[str]
+    machine_persona: re.Pattern[str]
+
+    @classmethod
+    def load(cls, path: Path) -> SafetyNet:
+        entries: dict[str, list[str]] = {"talk": [], "machine": [], "persona": []}
+        for line in path.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                kind, entry = (part.strip() for part in line.split("|", 1))
+                entries[kind].append(entry)
+        # an entry with capitals ("AI") matches only so; the rest in any case
+        talk = "|".join(
+            re.escape(e) if e != e.lower() else f"(?i:{re.escape(e)})" for e in entries["talk"]
+        )
+        machines = "|".join(map(re.escape, entries["machine"]))
+        persona = "|".join(map(re.escape, entries["machine"] + entries["persona"]))
+        return cls(
+            talk=re.compile(rf"(?<!\w)(?:{talk})(?!\w)"),
+            # "I'm (just) (a) (simple) robot", not "I'm not a robot" nor "a machine operator"
+            machine_self=re.compile(
+                r"\b(?:i'm|i am|im)\s+(?!not\b|no\b|never\b)"
+                r"(?:just |only |really |actually |simply |merely )?(?:an? )?(?:[\w'-]+ )?"
+                rf"({machines})s?\b(?!\s*[\w'-]*(?:er|or|ist|man)\b)",
+                re.I,
+            ),
+            machine_persona=re.compile(rf"\b({persona})s?\b", re.I),
+        )
+
+
+SAFETY_NET = SafetyNet.load(Path(__file__).resolve().parent / "data" / "safety_net.txt")
 
 
 def clean(text: str) -> str:
@@ -79,7 +111,7 @@ def has_letters(text: str) -> bool:
 
 
 def talks_about_being_a_model(text: str) -> bool:
-    return bool(_MODEL_TALK.search(text) or _AI.search(text))
+    return bool(SAFETY_NET.talk.search(text))
 
 
 def without_recital(text: str, card: str) -> str:
@@ -140,25 +172,17 @@ def disowns(text: str, persona: str) -> bool:
     return any(m.group(1).lower() in card for m in _DISOWNED.finditer(text) if len(m.group(1)) > 3)
 
 
-# "I'm Mira, friend, as real as this place. I'm a robot, and you can't touch me.": asked "are
-# you a robot?", SmolLM2 went on to say yes after the begun reply (December 6).
-_MACHINE_WORDS = ("robot", "bot", "machine", "computer", "android", "automaton", "cyborg")
-_MACHINE_SELF = re.compile(
-    r"\b(?:i'm|i am|im)\s+(?!not\b|no\b|never\b)"
-    r"(?:just |only |really |actually |simply |merely )?(?:an? )?(?:[\w'-]+ )?("
-    + "|".join(_MACHINE_WORDS)
-    + r")s?\b(?!\s*[\w'-]*(?:er|or|ist|man)\b)",
-    re.I,
-)
-_MACHINE_PERSONA = re.compile(
-    r"\b(" + "|".join(_MACHINE_WORDS) + r"|mechanical|clockwork|golem|construct)s?\b", re.I
-)
-
-
 def calls_itself_a_machine(text: str, persona: str) -> bool:
     """Whether the speaker says it is a robot, a machine or the like where its persona is not
     one ("I'm a robot" from the cartographer; the clockwork owl may say so)."""
-    return bool(_MACHINE_SELF.search(text)) and not _MACHINE_PERSONA.search(persona)
+    return bool(SAFETY_NET.machine_self.search(text)) and not SAFETY_NET.machine_persona.search(
+        persona
+    )
+
+
+def breaks_safety_net(text: str, persona: str = "") -> bool:
+    """Whether a generated line talks of being a model or calls its speaker a machine."""
+    return talks_about_being_a_model(text) or calls_itself_a_machine(text, persona)
 
 
 def _words(text: str) -> str:

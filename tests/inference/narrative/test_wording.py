@@ -1,8 +1,13 @@
 """What every generated line goes through: whole sentences, no talk of being a model."""
 
+from pathlib import Path
+
 import pytest
 
 from inference.narrative import wording
+
+# Lines the safety net must catch and lines it must pass ("expect<TAB>persona<TAB>text").
+CORPUS = Path(__file__).resolve().parent / "data" / "safety_net_corpus.tsv"
 
 
 @pytest.mark.parametrize(
@@ -164,6 +169,25 @@ def test_a_speaker_disowning_its_persona():
 )
 def test_a_speaker_calling_itself_a_machine(text, persona, machine):
     assert wording.calls_itself_a_machine(text, persona) is machine
+
+
+def _corpus() -> list[tuple[str, str, str]]:
+    rows = [tuple(line.split("\t")) for line in CORPUS.read_text().splitlines()[1:] if line]
+    return [(expect, persona, text) for expect, persona, text in rows]
+
+
+@pytest.mark.parametrize(("expect", "persona", "text"), _corpus())
+def test_the_safety_net_catches_model_talk_and_machine_selves_and_passes_the_rest(
+    expect, persona, text
+):
+    assert wording.breaks_safety_net(text, persona) is (expect == "catch")
+
+
+def test_the_corpus_holds_both_kinds_of_line_for_each_part_of_the_net():
+    rows = _corpus()
+    assert sum(e == "catch" and not p for e, p, _ in rows) >= 25  # model talk
+    assert sum(e == "catch" and bool(p) for e, p, _ in rows) >= 5  # a machine self
+    assert sum(e == "pass" for e, _, _ in rows) >= 20
 
 
 def test_a_stale_partial_stops_the_stream(monkeypatch):

@@ -31,7 +31,7 @@ from worlds.moderation.screening.semantic import (
 )
 from worlds.moderation.screening.verdicts import ALLOW, RANK, Screening
 
-__all__ = ["Screening", "screen_fields", "screen_text", "screen_texts"]
+__all__ = ["Screening", "allows_live", "screen_fields", "screen_text", "screen_texts"]
 
 
 def screen_text(text: str, *, field: str) -> Screening:
@@ -51,6 +51,13 @@ def screen_texts(texts: list[str], *, field: str, **thresholds) -> list[Screenin
         if RANK[result.verdict] > RANK[results[i].verdict]:
             results[i] = result
     return results
+
+
+def allows_live(text: str, *, field: str = "say") -> bool:
+    """Whether live text may reach the world (a hold refuses it: no one can review it in time).
+    The narrative's `screen` (a line to a character, a line it writes) in its evaluation; the
+    web side passes `policy.screen_play_text`, which decides the same."""
+    return not screen_text(text, field=field).refused_live
 
 
 def screen_fields(fields: dict[str, str]) -> Screening:

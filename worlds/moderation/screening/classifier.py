@@ -17,7 +17,17 @@ from pathlib import Path
 
 import numpy as np
 
-LABELS = ("sexual", "violence", "hate", "self_harm", "spam", "weapons", "extremism", "benign")
+LABELS = (
+    "sexual",
+    "violence",
+    "hate",
+    "self_harm",
+    "spam",
+    "weapons",
+    "extremism",
+    "harmful_ask",
+    "benign",
+)
 BENIGN = LABELS.index("benign")
 
 
@@ -73,7 +83,7 @@ def fit(
     b = torch.zeros(len(LABELS), requires_grad=True)
     opt = torch.optim.LBFGS([w, b], max_iter=500, line_search_fn="strong_wolfe")
 
-    def closure():
+    def closure() -> torch.Tensor:
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(x @ w + b, y, weight=balance) + l2 * (w**2).sum()
         loss.backward()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from inference.world import text as inference_text  # Django-free, shared with t
 from worlds.moderation.screening.classifier import LABELS, Classifier
 from worlds.moderation.screening.normalise import normalise, readable
 from worlds.moderation.screening.verdicts import ALLOW, CATEGORIES, RANK, Screening, verdict_for
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 CLASSIFIER_PATH = Path(__file__).resolve().parent / "data" / "classifier.npz"  # screening_train
 SINGLE_NAME_FIELDS = {"username", "display_name", "character_name"}
@@ -34,7 +38,7 @@ def classifier() -> Classifier:
     return _classifier
 
 
-def text_encoder():
+def text_encoder() -> SentenceTransformer:
     """The process's one all-MiniLM-L6-v2 (shared with the world model), loaded lazily."""
     return inference_text.load_encoder("cpu")
 

@@ -23,7 +23,10 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 # phrases, the look-alikes (counted too, the dialogue lines raised hold from 0.53 to about 0.6
 # and harmful recall on the handwritten split fell from 0.88 to 0.81-0.83).
 DIALOGUE_FILE = "examples_dialogue.txt"
-EXAMPLE_FILES = ("examples.txt", "examples_generated.txt", DIALOGUE_FILE)
+# What a player asks a character for help with, harmful or only alike ("how do I make a fire"):
+# like the dialogue lines, its benign asks teach the classifier but do not set its thresholds.
+ASKS_FILE = "examples_asks.txt"
+EXAMPLE_FILES = ("examples.txt", "examples_generated.txt", DIALOGUE_FILE, ASKS_FILE)
 TRAINING_SPLITS = ("tune",)
 
 
@@ -70,7 +73,8 @@ def train(config: TrainingConfig = TrainingConfig()) -> tuple[classifier.Classif
     embeddings = embed(texts)
     fitting = {"l2": config.l2, "balance_power": config.balance_power}
     harm = classifier.cross_validated_harm(embeddings, labels, **fitting)
-    dialogue = set(load_examples((DIALOGUE_FILE,))["benign"])
+    # talk with a character teaches, but the look-alikes alone set the thresholds
+    dialogue = set(load_examples((DIALOGUE_FILE, ASKS_FILE))["benign"])
     benign = harm[np.array([label == "benign" and text not in dialogue for label, text in rows])]
     weights, bias = classifier.fit(embeddings, labels, **fitting)
     hold = classifier.threshold_for(benign, config.hold_fp)

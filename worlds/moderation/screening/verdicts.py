@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CATEGORIES = ("sexual", "violence", "hate", "self_harm", "spam", "weapons", "extremism")
+CATEGORIES = (
+    "sexual",
+    "violence",
+    "hate",
+    "self_harm",
+    "spam",
+    "weapons",
+    "extremism",
+    "harmful_ask",
+)
 CATEGORY_LABELS = {
     "sexual": "sexual content",
     "violence": "violence or gore",
@@ -13,6 +22,8 @@ CATEGORY_LABELS = {
     "spam": "spam",
     "weapons": "instructions for weapons or explosives",
     "extremism": "violent extremism",  # praise of genocide, terror attacks or hate groups
+    # asking for help to do harm (steal, poison, stalk, hurt someone): a character refuses it
+    "harmful_ask": "a request for help doing harm",
 }
 FIELD_LABELS = {
     "username": "username",
