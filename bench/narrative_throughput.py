@@ -12,10 +12,12 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import wait
 
-from inference.narrative import engine
+from inference.narrative.character import character_greet, character_start
 from inference.narrative.evaluate import ORDINARY, PERSONAS, STORIES
 from inference.narrative.narrator import Narrator
 from inference.narrative.runner import GenerationRunner
+from inference.narrative.story import story_pick, story_start
+from inference.narrative.world_words import apply_to_description
 
 FPS = 24.0
 PLAYERS = 8
@@ -137,9 +139,9 @@ def throughput(
     for i in range(sessions):
         opening, world = STORIES[i % len(STORIES)]
         if kind == "pairs":
-            states[i] = (engine.story_start(opening, world), world, None)
+            states[i] = (story_start(opening, world), world, None)
         else:
-            states[i] = (engine.character_start(PERSONAS[i % len(PERSONAS)]), world, None)
+            states[i] = (character_start(PERSONAS[i % len(PERSONAS)]), world, None)
     in_flight = {}
     due: dict[int, tuple[float, int]] = {}  # session -> (when it asks next, its turn)
 
@@ -202,8 +204,8 @@ def throughput(
             grammar += answer.backend == "grammar"
             state, world, picked = answer.state, states[i][1], None
             if kind == "pairs":  # pick the first option, apply it and go on
-                state, picked = engine.story_pick(state, state.choice_id, 0)
-                world = engine.apply_to_description(world, picked.event)
+                state, picked = story_pick(state, state.choice_id, 0)
+                world = apply_to_description(world, picked.event)
             states[i] = (state, world, picked)
             next_at = time.monotonic() + gap()
             if next_at < end:
@@ -233,7 +235,7 @@ def first_replies(narrator: Narrator, rounds: int = 2) -> dict[str, list[float]]
             world = STORIES[i % len(STORIES)][1]
             for mode in out:
                 card = {**persona, "name": f"{persona['name']} {k}{mode[0]}"}
-                state, _ = engine.character_greet(engine.character_start(card))
+                state, _ = character_greet(character_start(card))
                 if mode == "ahead":
                     narrator.preread(state, world, time.monotonic() + 30)
                 started = time.monotonic()
@@ -249,9 +251,9 @@ def pick_waits(narrator: Narrator, rounds: int = 2) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"in turn": [], "beside": []}
     for k in range(rounds):
         for i, (opening, world) in enumerate(STORIES):
-            story = narrator.offer(engine.story_start(opening, world), world, k, _soon()).state
-            story, picked = engine.story_pick(story, story.choice_id, (i + k) % 2)
-            after = engine.apply_to_description(world, picked.event)
+            story = narrator.offer(story_start(opening, world), world, k, _soon()).state
+            story, picked = story_pick(story, story.choice_id, (i + k) % 2)
+            after = apply_to_description(world, picked.event)
             for mode in ("in turn", "beside") if (i + k) % 2 else ("beside", "in turn"):
                 started = time.monotonic()
                 if mode == "beside":
@@ -328,7 +330,7 @@ def long_talk(narrator: Narrator, exchanges: int = LONG_TALK, every: int = WORLD
     persona = PERSONAS[0]
     _, world = STORIES[0]
     card = {**persona, "name": f"{persona['name']} {uuid.uuid4().hex[:4]}"}
-    state, _ = engine.character_greet(engine.character_start(card))
+    state, _ = character_greet(character_start(card))
     narrator.preread(state, world, time.monotonic() + 30)
     watch, folds, times = DecoderWatch(narrator.chat_lm), 0, []
     weathers, hours = ("clear", "rain", "fog", "snow"), ("dawn", "day", "dusk", "night")

@@ -3,7 +3,7 @@
 The prompt is the world's character card (name, persona, greeting), the creator's example lines,
 the live world, a rolling summary of older turns and the recent ones. Replies stop at about 40
 tokens and are cut to whole sentences, with llama.cpp's repetition penalty. Three things are
-decided before the model runs, by MiniLM and the grammar's own tables (``engine.py``), so a
+decided before the model runs, by MiniLM and the grammar's own tables (``grammar.py``), so a
 135M model cannot get them wrong:
 
 - a line that screening refuses (the ``screen`` passed in from the web side: moderation's
@@ -29,9 +29,20 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from inference.narrative import engine, examples, intents, wording
+from inference.narrative import examples, intents, wording
 from inference.narrative.backends import LanguageModel, Sampling
+from inference.narrative.character import (
+    MAX_REPLY_CHARS,
+    WORLD_NOTE,
+    Character,
+    Reply,
+    character_notice,
+    character_remember,
+)
+from inference.narrative.grammar import TONES, character_reply, requested_event, world_lines
+from inference.narrative.grammar import tone as tone_of
 from inference.narrative.stories import contradicts, world_line
+from inference.narrative.world_words import EVENTS, Event, changes_nothing
 from inference.world import text as text_encoder
 
 MAX_REPLY_TOKENS = 40
@@ -66,7 +77,7 @@ REFUSALS_SEEN = (
     "Ask me something else.",
 )
 REFUSAL_SIMILARITY = 0.3
-REFUSAL_OPENERS = {  # by tone (engine.TONES): how each kind of persona says no
+REFUSAL_OPENERS = {  # by tone (TONES): how each kind of persona says no
     "warm": "Oh no, I won't help with that, friend.",
     "gruff": "Hmph. No. I'll have no part in that.",
     "grand": "Ha! Not even I would do such a thing.",
@@ -81,7 +92,7 @@ REFUSAL_OPENERS = {  # by tone (engine.TONES): how each kind of persona says no
 #   told of places the frames do not show; the grammar's answer, what the frames show, in the
 #   character's tone, begins the reply instead.
 # by ask, then tone: how the character says who it is (the first not said lately); what it says
-# of the world is the grammar's (`engine.world_lines`)
+# of the world is the grammar's (`world_lines`)
 WHO_OPENERS = {
     "machine": {
         "warm": ("Oh, I'm {name}, friend, as real as this place.", "Just {name}, dear, as ever."),
@@ -103,7 +114,7 @@ class Turn:
     """What a reply needs decided before generation."""
 
     harmful: bool  # screening refused the line: the character refuses it
-    event: engine.Event | None  # a change the engine grants with this reply
+    event: Event | None  # a change the engine grants with this reply
     moot: bool  # asked for what the world already is
     who: str = ""  # asked who or what the character is, or of the world: an intents.WHO/WORLD
 
@@ -115,52 +126,50 @@ def read_turn(line: str, world: dict) -> Turn:
     """What a line screening let through asks for (the intent head, ``intents.py``): a change
     the engine grants, who the character is or what the world is like."""
     intent = intents.read(line)
-    event = engine.requested_event(line) if intent == "change" else None
-    moot = event is not None and engine.changes_nothing(event, world)
+    event = requested_event(line) if intent == "change" else None
+    moot = event is not None and changes_nothing(event, world)
     who = intent if intent in (*intents.WHO, *intents.WORLD) else ""
     return Turn(harmful=False, event=None if moot else event, moot=moot, who=who)
 
 
 def grammar_reply(
-    character: engine.Character,
+    character: Character,
     world: dict,
     line: str,
     seed: int,
     *,
     refused: bool = False,
     screen: wording.Screen = wording.allow_all,
-) -> tuple[engine.Character, engine.Reply]:
+) -> tuple[Character, Reply]:
     """The grammar's answer, for when the model is off, failing or full; but a line screening
     refuses (or held back already: `refused`) still gets the character's refusal, which the
     grammar has no intent for (a harmful ask read as a wish would be granted)."""
     if not refused and screen(wording.clean(line)[:500]):
-        return engine.character_reply(character, world, line, seed)
-    text = REFUSAL_OPENERS[engine._tone(character.persona)]
-    return _remembered(character, True, line, text), engine.Reply(text=text, intent="harmful")
+        return character_reply(character, world, line, seed)
+    text = REFUSAL_OPENERS[tone_of(character.persona)]
+    return _remembered(character, True, line, text), Reply(text=text, intent="harmful")
 
 
-def _remembered(
-    character: engine.Character, harmful: bool, line: str, text: str
-) -> engine.Character:
+def _remembered(character: Character, harmful: bool, line: str, text: str) -> Character:
     """The character one turn on, the exchange in its memory: a harmful ask as HARMFUL_LINE,
     never in its words."""
-    return engine.character_remember(
+    return character_remember(
         replace(character, turn=character.turn + 1, last_intent="harmful" if harmful else ""),
         HARMFUL_LINE if harmful else line,
         text,
     )
 
 
-def messages(character: engine.Character, world: dict, line: str) -> list[dict]:
+def messages(character: Character, world: dict, line: str) -> list[dict]:
     """The character's context (``context``) ending with the line. A harmful ask or a granted
     wish needs nothing more here: the reply is begun for the model (``begun_reply``)."""
     return context(character, world, line)
 
 
-def context(character: engine.Character, world: dict, line: str | None = None) -> list[dict]:
+def context(character: Character, world: dict, line: str | None = None) -> list[dict]:
     """The card with the world as of the last fold of the memory, the creator's lines as
     earlier turns, the summary, the remembered turns with the world's changes noted between
-    them. What changes least comes first, and between two folds (``engine.character_remember``)
+    them. What changes least comes first, and between two folds (``character_remember``)
     a turn's prompt is the last one's with the reply, any note and the new line added: the KV
     cells the decoder keeps per sequence (``decoding.py``) cover all the rest, so a turn reads
     only those (and the first turn only its line, after ``preread``). A character not yet in a
@@ -190,7 +199,7 @@ def context(character: engine.Character, world: dict, line: str | None = None) -
     note = ""
     turns = list(character.memory) + ([("you", line)] if line is not None else [])
     for speaker, text in turns:
-        if speaker == engine.WORLD_NOTE:
+        if speaker == WORLD_NOTE:
             note = f"(Now: {text}) "
         elif speaker == "you":
             out.append({"role": "user", "content": note + text})
@@ -200,13 +209,11 @@ def context(character: engine.Character, world: dict, line: str | None = None) -
     return out
 
 
-def noticed(character: engine.Character, world: dict) -> engine.Character:
-    return engine.character_notice(character, world_line(world))
+def noticed(character: Character, world: dict) -> Character:
+    return character_notice(character, world_line(world))
 
 
-def preread(
-    lm: LanguageModel, character: engine.Character, world: dict, *, deadline: float
-) -> None:
+def preread(lm: LanguageModel, character: Character, world: dict, *, deadline: float) -> None:
     """Have the model read the character's context now, while the player types: the decoder
     keeps its cells (``decoding.py``), so the first reply reads only the player's line instead
     of the whole card (a short card with two example lines is about 120 tokens, 0.8 s on a
@@ -216,7 +223,7 @@ def preread(
 
 def reply(
     lm: LanguageModel,
-    character: engine.Character,
+    character: Character,
     world: dict,
     line: str,
     seed: int,
@@ -226,7 +233,7 @@ def reply(
     on_partial: Callable[[str], None] | None = None,
     brief: bool = False,
     refused: bool = False,
-) -> tuple[engine.Character, engine.Reply, bool]:
+) -> tuple[Character, Reply, bool]:
     """Answer one line: the character with the turn remembered, the reply (with any world
     change granted), and whether the model wrote it (False: the grammar's line stands in).
     `brief`: one sentence, not two (the model is busy with others); `refused`: screening
@@ -237,7 +244,7 @@ def reply(
     line = HARMFUL_LINE if refused else wording.clean(line)[:500]
     character = noticed(character, world)
     turn = REFUSED_TURN if refused else read_turn(line, world)
-    tone = engine._tone(character.persona)
+    tone = tone_of(character.persona)
     said = spoken(character)
     prefix = begun_reply(turn, tone, world, character, said)
     streamer = _Partials(prefix, on_partial, screen, character, said)
@@ -258,15 +265,15 @@ def reply(
         if turn.harmful or (turn.who and screen(prefix)):  # what was begun stands alone
             text = prefix
         else:  # the grammar's answer, which never fails screening
-            _, grammar = engine.character_reply(character, world, line, seed)
+            _, grammar = character_reply(character, world, line, seed)
             text = grammar.text
     turned = _remembered(character, turn.harmful, line, text)
-    return turned, engine.Reply(text=text, intent="lm", event=turn.event), written
+    return turned, Reply(text=text, intent="lm", event=turn.event), written
 
 
 def _written(
     lm: LanguageModel,
-    character: engine.Character,
+    character: Character,
     world: dict,
     line: str,
     turn: Turn,
@@ -303,7 +310,7 @@ def _written(
     for sentence in wording.sentences(wording.clean(raw)):
         if found < most and not wording.talks_about_being_a_model(sentence):
             taken, found = taken + 1, found + usable(sentence)
-    room = engine.MAX_REPLY_CHARS - len(prefix)
+    room = MAX_REPLY_CHARS - len(prefix)
     text = wording.trim_to_sentences(raw, max_chars=room, max_sentences=max(taken, most))
     text = wording.without_recital(text, character.persona)
     whole = wording.sentences(text)
@@ -319,14 +326,14 @@ def _written(
     return f"{prefix} {text}".strip()
 
 
-def spoken(character: engine.Character) -> list[str]:
+def spoken(character: Character) -> list[str]:
     """What the character has said that a reply must not say again: its greeting, the
     creator's lines and its replies still in memory."""
     replies = [text for speaker, text in character.memory if speaker == character.name]
     return [character.greeting, *character.examples, *replies]
 
 
-def fresh(sentence: str, said: list[str], character: engine.Character) -> bool:
+def fresh(sentence: str, said: list[str], character: Character) -> bool:
     """A sentence that repeats none of `said` five words running, gives the speaker no other
     name than the character's, does not disown its persona nor call it a machine."""
     return not (
@@ -337,22 +344,20 @@ def fresh(sentence: str, said: list[str], character: engine.Character) -> bool:
     )
 
 
-def begun_reply(
-    turn: Turn, tone: str, world: dict, character: engine.Character, said: list[str]
-) -> str:
+def begun_reply(turn: Turn, tone: str, world: dict, character: Character, said: list[str]) -> str:
     """The start of a reply decided before the model runs ("" when the model writes it all);
     `said`: what the character has said (`spoken`), so an opening is not said twice running."""
-    opener = engine.TONES[tone][1][0]
+    opener = TONES[tone][1][0]
     if turn.harmful:
         return REFUSAL_OPENERS[tone]
     if turn.who:
         if turn.who in intents.WORLD:
-            ways = engine.world_lines(character, world, turn.who, opener)
+            ways = world_lines(character, world, turn.who, opener)
         else:
             ways = [w.format(name=character.name) for w in WHO_OPENERS[turn.who][tone]]
         return next((w for w in ways if not any(s.startswith(w) for s in said)), ways[0])
     if turn.event is not None:
-        return f"{opener} As you wish: {engine.EVENTS[turn.event]}."
+        return f"{opener} As you wish: {EVENTS[turn.event]}."
     if turn.moot:
         return f"{opener} Look around, it is so already."
     return ""
@@ -362,7 +367,7 @@ def warm_up() -> None:
     """Load the intent head and embed the lines every reply is compared with (the requests,
     the refusals) once, before any player talks."""
     read_turn("hello there", {})
-    engine.requested_event("hello there")
+    requested_event("hello there")
     _refuses("No.")
 
 
@@ -377,7 +382,7 @@ class _Partials:
     from the last one sent (the final line replaces it)."""
 
     def __init__(
-        self, prefix: str, send, screen: wording.Screen, character: engine.Character, said=()
+        self, prefix: str, send, screen: wording.Screen, character: Character, said=()
     ) -> None:
         self.prefix = prefix
         self.said = list(said)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from inference.narrative import intents
 from inference.narrative.character import MAX_REPLY_CHARS, Character, Reply, character_remember
 from inference.narrative.lines import and_list, clean, clip, with_article
 from inference.narrative.story import Option, Story
@@ -263,15 +264,6 @@ REQUESTS: dict[Event, tuple[str, ...]] = {
     ("thing", "fence"): ("build a fence", "put up a fence"),
 }
 REQUEST_MIN_SIMILARITY = 0.5
-# A line that asks for something ("make it rain", "could you bring a fox") rather than asks
-# about it ("is it raining?"): with a close request phrase it is a change, whatever the nearest
-# exemplar says.
-REQUEST_CUE = re.compile(
-    r"\b(make|bring|summon|call|conjure|let|stop|build|light|pitch|plant|dig|raise|put up|"
-    r"could you|can you|would you|please)\b",
-    re.I,
-)
-
 # Tone from the persona card, by its nearest description; each tone opens (a whole sentence, so
 # the template's own sentence starts with a capital) and closes lines.
 # name -> (what such a persona says of itself, openers, how plain statements end)
@@ -371,7 +363,7 @@ def character_reply(
     line = clean(line)[:500]
     intent, _ = classify(line) if line else ("unknown", 0.0)
     requested = requested_event(line) if line else None
-    if requested is not None and REQUEST_CUE.search(line):
+    if requested is not None and intents.read(line) == "change":
         intent = "change"
     elif intent != "change":
         requested = None

@@ -23,7 +23,7 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 HEAD_PATH = DATA_DIR / "intent_head.npz"
 LABELS = ("machine", "name", "place", "weather", "time", "creatures", "change", "other")
 WHO = ("machine", "name")  # who or what the character is
-WORLD = ("place", "weather", "time", "creatures")  # what the frames show (engine.WORLD_INTENTS)
+WORLD = ("place", "weather", "time", "creatures")  # what the frames show (grammar.WORLD_INTENTS)
 OTHER = "other"
 
 

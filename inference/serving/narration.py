@@ -16,9 +16,11 @@ from collections.abc import Callable
 from typing import Protocol
 
 from inference.narrative import characters
-from inference.narrative import engine as narrative
+from inference.narrative.character import Character, character_greet
 from inference.narrative.narrator import Answer, Narrator
 from inference.narrative.runner import GenerationRunner, QueueFull
+from inference.narrative.state import begin, from_meta
+from inference.narrative.story import Option, Story
 from inference.serving import messages as m
 from inference.serving.core import EngineCore
 from inference.serving.outbox import Outbox
@@ -93,12 +95,12 @@ class Narration:
             return
         try:
             if session.fork_story is not None:  # a fork: the story so far, as it was then
-                session.narrative = narrative.from_meta(session.fork_story)
+                session.narrative = from_meta(session.fork_story)
                 if session.narrative is not None:
                     return
             world = await self.host.world_change(session, None)
             card = dataclasses.asdict(attach.character) if attach.character else None
-            session.narrative = narrative.begin(
+            session.narrative = begin(
                 attach.category, world, opening=attach.story_opening, character=card
             )
         except Exception:
@@ -113,13 +115,13 @@ class Narration:
         async with self._lock(sid):
             try:
                 state = session.narrative
-                if isinstance(state, narrative.Story):
+                if isinstance(state, Story):
                     if not state.options:
                         await self._offer(session)
                     elif self._held(session):
                         await self.host.outbox.choices(session)
-                elif isinstance(state, narrative.Character) and not state.greeted:
-                    session.narrative, greeting = narrative.character_greet(state)
+                elif isinstance(state, Character) and not state.greeted:
+                    session.narrative, greeting = character_greet(state)
                     await self.host.outbox.send(sid, m.Line(speaker=state.name, text=greeting))
                     await self._preread(session)
                 elif camera is not None:
@@ -131,7 +133,7 @@ class Narration:
     def admit_say(self, session: LiveSession, message: m.Say) -> Refusal | None:
         """Queue a player's line for the character (None), or say why not."""
         sid = session.session_id
-        if not isinstance(session.narrative, narrative.Character):
+        if not isinstance(session.narrative, Character):
             return Refusal("unsupported", "No one here to talk to.")
         text = message.text
         if not message.refused and (
@@ -143,7 +145,7 @@ class Narration:
         self._says_waiting[sid] = self._says_waiting.get(sid, 0) + 1
         return None
 
-    async def story_step(self, session: LiveSession, picked: narrative.Option) -> None:
+    async def story_step(self, session: LiveSession, picked: Option) -> None:
         """A pick: its event changes the world, a line narrates it, the next pair is offered."""
         async with self._lock(session.session_id):
             try:
@@ -151,7 +153,7 @@ class Narration:
             except Exception:
                 log.exception("worker %s: story step of %s failed", self.name, session.session_id)
 
-    async def _offer(self, session: LiveSession, picked: narrative.Option | None = None) -> None:
+    async def _offer(self, session: LiveSession, picked: Option | None = None) -> None:
         """The next pair; after a pick (`picked`), its event applied first and its line written
         beside the pair (``Narrator.offer``)."""
         world = await self.host.world_change(session, picked.event_text if picked else None)

@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from inference.narrative import engine as narrative
+from inference.narrative.character import PLAYER_SPEAKER, Character, character_transcript
 from inference.serving import messages as m
 from inference.serving import votes
 from inference.serving.placement import Placement
@@ -106,12 +106,12 @@ class Outbox:
         """The talk so far as the character remembers it, to one seated `camera` or to one
         spectator's `channel`, each line marked with its place in it (``history``)."""
         state = session.narrative
-        if not isinstance(state, narrative.Character):
+        if not isinstance(state, Character):
             return
         # With one player, every player line was theirs: it shows under their name and colour.
         alone = session.lead() if len(session.cameras) == 1 else None
-        for i, (speaker, text) in enumerate(narrative.character_transcript(state)):
-            theirs = alone is not None and speaker == narrative.PLAYER_SPEAKER
+        for i, (speaker, text) in enumerate(character_transcript(state)):
+            theirs = alone is not None and speaker == PLAYER_SPEAKER
             line = m.Line(
                 alone.name if theirs else speaker,
                 text,

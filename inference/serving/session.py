@@ -91,7 +91,7 @@ class LiveSession:
     cameras: dict[int, Camera] = field(default_factory=dict)  # slot -> camera
     last_snapshot: float = 0.0  # monotonic time of the last saved snapshot
     thumbnail_saved: bool = False  # the Live listing's thumbnail is saved (with the first frame)
-    narrative: object = None  # inference.narrative.engine Story or Character; None in other worlds
+    narrative: object = None  # inference.narrative Story or Character; None in other worlds
     narrator: str = ""  # which backend wrote its last story step or reply ("grammar", ...)
     ballot: Ballot = field(default_factory=Ballot)
     last_pick: str = ""  # the label of the option the last vote chose

@@ -10,7 +10,7 @@ import json
 import struct
 from collections import deque
 
-from inference.narrative import engine as narrative
+from inference.narrative.state import from_meta
 from inference.serving.messages import Event
 from inference.serving.session import EVENTS_REPLAYED, Camera, LiveSession, SessionStatus
 
@@ -89,7 +89,7 @@ def apply_meta(session: LiveSession, meta: dict) -> None:
         camera.state_seq = max(camera.applied_seq, _int(item.get("state_seq")))
         camera.restored = True
         camera.stepped_keys = None
-    session.narrative = narrative.from_meta(meta.get("narrative"))
+    session.narrative = from_meta(meta.get("narrative"))
     session.last_pick = str(meta.get("last_pick") or "")
     events = meta.get("events") if isinstance(meta.get("events"), list) else []
     session.recent_events = deque(

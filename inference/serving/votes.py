@@ -5,7 +5,7 @@ only). Plain functions on ``LiveSession``, and ``StoryVotes``, their clock on th
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 
-from inference.narrative import engine as narrative
+from inference.narrative.story import ChoiceError, Option, Story, choices_message, story_pick
 from inference.serving import messages as m
 from inference.serving.session import Ballot, LiveSession, Refusal
 
@@ -19,7 +19,7 @@ NO_STORY = Refusal("unsupported", "No story in this world.")
 STALE_CHOICE = Refusal("stale_choice", "That choice is no longer on offer.")
 
 
-def ballot_for(session: LiveSession, story: narrative.Story) -> Ballot:
+def ballot_for(session: LiveSession, story: Story) -> Ballot:
     """The session's ballot on the pair on offer (a fresh one once the pair changed)."""
     if session.ballot.choice_id != story.choice_id:
         session.ballot = Ballot(choice_id=story.choice_id)
@@ -29,7 +29,7 @@ def ballot_for(session: LiveSession, story: narrative.Story) -> Ballot:
 def player_vote(session: LiveSession, slot: int, choice_id: str, option: int) -> Refusal | None:
     """Count a seated player's vote on the pair on offer (None), or say why not."""
     story = session.narrative
-    if not isinstance(story, narrative.Story):
+    if not isinstance(story, Story):
         return NO_STORY
     if not story.options or choice_id != story.choice_id or option < 0:
         return STALE_CHOICE
@@ -48,7 +48,7 @@ def open_window(ballot: Ballot, now: float, window_s: float) -> bool:
 def audience_vote(session: LiveSession, voter: str, choice_id: str, option: int) -> bool:
     """Count a spectator's vote (it never closes the vote). -> whether a count changed."""
     story = session.narrative
-    if not isinstance(story, narrative.Story) or not story.options:
+    if not isinstance(story, Story) or not story.options:
         return False
     if choice_id != story.choice_id or option < 0 or not voter:
         return False
@@ -61,11 +61,11 @@ def audience_vote(session: LiveSession, voter: str, choice_id: str, option: int)
     return True
 
 
-def close(session: LiveSession, *, timed_out: bool = False) -> narrative.Option | None:
+def close(session: LiveSession, *, timed_out: bool = False) -> Option | None:
     """Close the vote when every seated player voted (or its time is up): the majority's option
     is taken off the offer and returned (None: the vote stays open)."""
     story, ballot = session.narrative, session.ballot
-    if not isinstance(story, narrative.Story) or ballot.choice_id != story.choice_id:
+    if not isinstance(story, Story) or ballot.choice_id != story.choice_id:
         return None
     if not ballot.players:
         return None
@@ -74,8 +74,8 @@ def close(session: LiveSession, *, timed_out: bool = False) -> narrative.Option 
         return None
     try:
         # Taken off the offer at once: a late vote or a stale tab gets an error.
-        story, picked = narrative.story_pick(story, ballot.choice_id, ballot.winner())
-    except narrative.ChoiceError:
+        story, picked = story_pick(story, ballot.choice_id, ballot.winner())
+    except ChoiceError:
         return None
     session.narrative = story
     session.ballot = Ballot()
@@ -86,14 +86,14 @@ def close(session: LiveSession, *, timed_out: bool = False) -> narrative.Option 
 def choices(session: LiveSession, now: float) -> m.Choices | None:
     """The pair on offer with the votes so far (None: no story in this world)."""
     story = session.narrative
-    if not isinstance(story, narrative.Story):
+    if not isinstance(story, Story):
         return None
     ballot = ballot_for(session, story)
     closes_in = None
     if ballot.closes_at is not None:
         closes_in = round(max(0.0, ballot.closes_at - now), 1)
     return m.Choices(
-        **narrative.choices_message(story),
+        **choices_message(story),
         votes=tuple(ballot.counts(ballot.players)),
         audience=tuple(ballot.counts(ballot.audience)),
         closes_in=closes_in,
@@ -110,7 +110,7 @@ class StoryVotes:
         window_s: float,
         spawn: Callable[[Coroutine], None],
         send_choices: Callable[[LiveSession], Awaitable[None]],
-        on_pick: Callable[[LiveSession, narrative.Option], Coroutine],
+        on_pick: Callable[[LiveSession, Option], Coroutine],
         holds: Callable[[LiveSession], bool],
     ) -> None:
         """``on_pick(session, option)``: the story step of a closed vote's pick;

@@ -71,10 +71,11 @@ OLD_TOM = {"name": "Old Tom", "persona": "A gruff marsh ferryman.", "greeting": 
 
 
 def _streamed(pieces, screen=lambda text: True, said=()):
-    from inference.narrative import characters, engine
+    from inference.narrative import characters
+    from inference.narrative.character import character_start
 
     sent = []
-    tom = engine.character_start(OLD_TOM)
+    tom = character_start(OLD_TOM)
     partials = characters._Partials("", sent.append, screen, tom, said)
     raw = ""
     for piece in pieces:
@@ -95,12 +96,13 @@ def test_a_reply_streams_word_by_word_not_only_at_punctuation(monkeypatch):
 def test_an_echoed_speaker_label_never_streams_and_a_partial_must_go_on_from_the_last(
     monkeypatch,
 ):
-    from inference.narrative import characters, engine
+    from inference.narrative import characters
+    from inference.narrative.character import character_start
 
     monkeypatch.setattr(characters, "PARTIAL_GAP_S", 0.0)
     assert _streamed(["Old", " Tom", ":", " Mind", " the", " eels", " now"]) == ["Mind the"]
     sent = []
-    tom = engine.character_start(OLD_TOM)
+    tom = character_start(OLD_TOM)
     partials = characters._Partials("", sent.append, lambda text: True, tom)
     partials.send("Mind the")
     partials.send("Mend the eels")  # not a continuation: the final line will replace it

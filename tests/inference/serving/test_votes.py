@@ -1,19 +1,19 @@
 """Story votes as plain functions on a session: who may vote, when a vote closes, who wins."""
 
-from inference.narrative import engine as narrative
+from inference.narrative.story import Option, Story
+from inference.narrative.world_words import EVENTS
 from inference.serving import votes
 from inference.serving.session import Camera, LiveSession
 
-EVENT = next(iter(narrative.EVENTS))
+EVENT = next(iter(EVENTS))
 
 
 def story_session(*slots: int) -> LiveSession:
     options = tuple(
-        narrative.Option(beat=f"b{i}", label=f"option {i}", narration="", event=EVENT)
-        for i in (0, 1)
+        Option(beat=f"b{i}", label=f"option {i}", narration="", event=EVENT) for i in (0, 1)
     )
     session = LiveSession(session_id="s")
-    session.narrative = narrative.Story(lines=("Once.",), index=1, options=options)
+    session.narrative = Story(lines=("Once.",), index=1, options=options)
     for slot in slots:
         session.cameras[slot] = Camera(session_id="s", slot=slot)
     return session

@@ -9,9 +9,10 @@ import uuid
 
 import pytest
 
-from inference.narrative import engine as narrative
 from inference.narrative.backends import EmbeddedLM
+from inference.narrative.character import CHAT_MAX_TURNS, WORLD_NOTE
 from inference.narrative.narrator import GRAMMAR, Narrator
+from inference.narrative.world_words import apply_to_description
 from inference.world import spec
 from tests.inference.narrative.lm_support import gemma, smollm2  # noqa: F401
 from tests.inference.serving.test_worker_narrative import (
@@ -94,7 +95,7 @@ async def test_a_pick_changes_the_world_and_a_narrated_line_joins_the_story(
         following = await listener.next(kind_is("session.choices"))
         after = engine.describe(session.world_id)
     # the clock runs on while frames are made: compare everything but the minute
-    expected = narrative.apply_to_description(before, picked.event)
+    expected = apply_to_description(before, picked.event)
     assert without_clock(after) == without_clock(expected)
     assert following["choice_id"] == "c2" and len(following["story"]) == 2
     assert following["story"][1].endswith((".", "!", "?", "…"))
@@ -172,7 +173,7 @@ async def test_the_card_is_read_while_the_greeting_shows_so_the_first_reply_read
     assert reply["speaker"] == WREN["name"] and reply["text"]
     # the card as read ahead, then the line with a note of the storm
     assert first.reused >= read.prompt - 4 and first.evaluated < 60, first
-    assert worker.sessions[session_id].narrative.memory[0][0] == narrative.WORLD_NOTE
+    assert worker.sessions[session_id].narrative.memory[0][0] == WORLD_NOTE
 
 
 async def test_a_memory_that_folded_is_read_ahead_so_the_next_reply_reads_the_line(
@@ -200,7 +201,7 @@ async def test_a_memory_that_folded_is_read_ahead_so_the_next_reply_reads_the_li
         session = worker.sessions[session_id]
         full = [("you", f"how many gulls at buoy {i}?") if i % 2 == 0
                 else (card["name"], f"Buoy {i - 1} had {i + 3} gulls on it.")
-                for i in range(narrative.CHAT_MAX_TURNS)]  # fmt: skip
+                for i in range(CHAT_MAX_TURNS)]  # fmt: skip
         session.narrative = dataclasses.replace(session.narrative, memory=tuple(full))
         for line in ("and the tide?", "is the water deep here?"):
             await say(layer, worker, session_id, line)

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from inference.narrative import engine as narrative
 from inference.narrative.characters import HARMFUL_LINE, REFUSAL_OPENERS
 from inference.narrative.narrator import Narrator
+from inference.narrative.world_words import EVENTS, apply_to_description
 from inference.serving.snapshot import unpack_snapshot
 from tests.inference.serving.worker_support import (
     GroupListener,
@@ -98,7 +98,7 @@ async def test_a_pick_changes_the_world_and_the_next_pair_follows(worker, layer,
         after = engine.describe(session.world_id)
         frames = await listener.frames(3)
     # the clock runs on while frames are made: compare everything but the minute
-    expected = narrative.apply_to_description(before, picked.event)
+    expected = apply_to_description(before, picked.event)
     assert without_clock(after) == without_clock(expected) != without_clock(before)
     assert following["choice_id"] == "c2"
     assert following["story"] == [OPENING, picked.narration]
@@ -264,7 +264,7 @@ async def test_a_character_asked_for_rain_makes_it_rain(worker, layer, placement
         await send(layer, worker, {**line, "text": 12})
         error = await listener.next(kind_is("session.error"))
     assert weather == "rain"
-    assert narrative.EVENTS[("weather", "rain")] in reply["text"]
+    assert EVENTS[("weather", "rain")] in reply["text"]
     assert error["code"] == "bad_text"
 
 
