@@ -1,6 +1,6 @@
 """The one interface the worker uses for stories and characters, whatever writes them.
 
-``Narrator`` holds a model for story options and one for characters (``backends.py``; the same
+``Narrator`` holds a model for story options and one for characters (``backends/``; the same
 object for the openai backend) and falls back to the grammar (``grammar.py``) when the model is
 off, fails, or runs past the request's deadline. Every answer says which backend wrote it
 ("embedded:gemma", "openai:<model>", "grammar"), and the worker puts that in the session's
