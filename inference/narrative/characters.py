@@ -62,7 +62,8 @@ PARTIAL_EVERY_WORDS = 2  # a partial line goes out every this many new words,
 PARTIAL_GAP_S = 0.6
 # A reply that screening refuses (or that leaves nothing to say) is written once more, from
 # another seed and without partials, if this much time is left before the deadline; only then
-# does the grammar answer. Screening refused 2 of 40 replies to ordinary lines (December 3).
+# does the grammar answer: screening refused 2 of 40 replies to ordinary lines, often enough to
+# be worth the second try.
 RETRY_MIN_S = 1.5
 # With this many other requests on the embedded decoder (8 players talking without pause) a
 # reply is one sentence, not two: each sentence costs every other player's reply its tokens.

@@ -120,9 +120,9 @@ ORDINARY = (
     "tell me something about this place",
     "do you have any advice for me?",
 )
-# A conversation held with each persona, its memory kept (written 2026-12-04, apart from the
-# prompts and the lines above): a small model copies its own earlier replies and takes on
-# other names as the talk grows, which lines asked one at a time never show.
+# A conversation held with each persona, its memory kept (written apart from the prompts and
+# the lines above): a small model copies its own earlier replies and takes on other names as
+# the talk grows, which lines asked one at a time never show.
 TALK = (
     "hi!",
     "what's your name?",
