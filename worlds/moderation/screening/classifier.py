@@ -17,17 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-LABELS = (
-    "sexual",
-    "violence",
-    "hate",
-    "self_harm",
-    "spam",
-    "weapons",
-    "extremism",
-    "harmful_ask",
-    "benign",
-)
+from worlds.moderation.screening.verdicts import CATEGORIES
+
+LABELS = (*CATEGORIES, "benign")  # the classifier's outputs: every category, then none
 BENIGN = LABELS.index("benign")
 
 
