@@ -1,7 +1,7 @@
 """A character world's narrative state: its card, its memory of the talk, the world it saw.
 
 Pure functions over small frozen dataclasses, as ``story.py``'s. What the character says is not
-here: a language model writes it (``characters.py``), the grammar answers when none does
+here: a language model writes it (``character_replies.py``), the grammar answers when none does
 (``grammar.character_reply``). Django-free.
 """
 

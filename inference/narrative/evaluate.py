@@ -1,5 +1,5 @@
 """Evaluate a narrative backend on stories and personas written for this, kept apart from every
-prompt example (``stories.OPTIONS_PREFIX``, ``stories.NARRATION_PREFIX``, the demo worlds).
+prompt example (``story_writing.OPTIONS_PREFIX`` and ``NARRATION_PREFIX``, the demo worlds).
 
     .venv/bin/python -m inference.narrative.evaluate                      # NARRATIVE_LM etc.
     .venv/bin/python -m inference.narrative.evaluate --backend off        # the grammar alone
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from inference.narrative import grounding, stories, wording
+from inference.narrative import grounding, story_writing, wording
 from inference.narrative.character import character_start
 from inference.narrative.lm import LanguageModel, NarrativeConfig, Sampling
 from inference.narrative.narrator import GRAMMAR, Narrator
@@ -186,11 +186,11 @@ class FirstToken:
 
 
 def similar(a: str, b: str) -> bool:
-    key = stories._key
+    key = story_writing._key
     if key(a) == key(b):
         return True
     vecs = text_encoder.embed([a, b])
-    return float(vecs[0] @ vecs[1]) >= stories.SIMILAR
+    return float(vecs[0] @ vecs[1]) >= story_writing.SIMILAR
 
 
 def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> dict:
@@ -229,7 +229,7 @@ def evaluate_stories(narrator: Narrator, *, picks: int = 10, seed: int = 3) -> d
             narrated_by_model += told.backend != GRAMMAR
             # The line is about the pick's event: its own nearest event, whatever the world.
             tells_event += grounding.ground(story.lines[-1], None) == picked.event
-            contradicting += stories.contradicts(story.lines[-1], world)
+            contradicting += story_writing.contradicts(story.lines[-1], world)
     return {
         "pairs": offers,
         "pairs_written_by_model": written / offers,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from inference.narrative import characters, grammar, grounding, stories, wording
+from inference.narrative import character_replies, grammar, grounding, story_writing, wording
 from inference.narrative.backends import open_backends
 from inference.narrative.character import Character, Reply
 from inference.narrative.lm import LanguageModel, NarrativeConfig
@@ -87,7 +87,7 @@ class Narrator:
                 except Exception as exc:
                     log.warning("narrative model %s unavailable: %s", lm.name, exc)
         try:
-            characters.warm_up()
+            character_replies.warm_up()
             grounding.ground_many(["hello there"], None)
             self.screen("hello there")
         except Exception as exc:  # noqa: BLE001 (the first replies will embed them instead)
@@ -104,7 +104,7 @@ class Narrator:
         if picked is None or picked.narration:  # a grammar beat told itself at the pick
             return self._pair(story, world, seed, deadline)
         told = _ASIDE.submit(self.narrate, story, picked, world, deadline)
-        line = stories.grammar_narration(picked, world)
+        line = story_writing.grammar_narration(picked, world)
         offered = self._pair(story_narrated(story, line, picked.label), world, seed, deadline)
         narrated = told.result().state
         state = replace(
@@ -116,7 +116,7 @@ class Narrator:
         lm = self._usable(self.story_lm, deadline)
         if lm is not None:
             try:
-                offered, written = stories.offer(
+                offered, written = story_writing.offer(
                     lm, story, world, seed, deadline=deadline, screen=self.screen
                 )
                 self._succeeded(lm)
@@ -134,14 +134,14 @@ class Narrator:
         line = ""
         if lm is not None:
             try:
-                line = stories.narrate(
+                line = story_writing.narrate(
                     lm, story, picked, world, deadline=deadline, screen=self.screen
                 )
                 self._succeeded(lm)
             except Exception as exc:
                 self._failed(lm, exc)
         backend = lm.name if line and lm is not None else GRAMMAR
-        line = line or stories.grammar_narration(picked, world)
+        line = line or story_writing.grammar_narration(picked, world)
         return Answer(story_narrated(story, line, picked.label), backend)
 
     # --- characters ------------------------------------------------------------------------
@@ -161,16 +161,16 @@ class Narrator:
         if lm is not None:
             try:
                 busy = getattr(lm, "in_flight", lambda: 0)()  # a server does not say: 0
-                turned, reply, written = characters.reply(
+                turned, reply, written = character_replies.reply(
                     lm, character, world, line, seed,
                     deadline=deadline, screen=self.screen, on_partial=on_partial,
-                    brief=busy >= characters.BRIEF_FROM, refused=refused,
+                    brief=busy >= character_replies.BRIEF_FROM, refused=refused,
                 )  # fmt: skip
                 self._succeeded(lm)
                 return Answer(turned, lm.name if written else GRAMMAR, reply)
             except Exception as exc:
                 self._failed(lm, exc)
-        turned, reply = characters.grammar_reply(
+        turned, reply = character_replies.grammar_reply(
             character, world, line, seed, refused=refused, screen=self.screen
         )
         return Answer(turned, GRAMMAR, reply)
@@ -181,7 +181,7 @@ class Narrator:
         lm = self._usable(self.chat_lm, deadline)
         if lm is not None:
             try:
-                characters.preread(lm, character, world, deadline=deadline)
+                character_replies.preread(lm, character, world, deadline=deadline)
             except Exception as exc:
                 log.info("narrative model %s: no pre-read: %s", lm.name, exc)
 

@@ -18,7 +18,7 @@ PENALTY_LAST_N = 64
 # A request's output may not repeat this many tokens running of its `Sampling.avoid` lines (as
 # transformers' encoder_no_repeat_ngram_size): the token that would complete such a run is
 # banned. A character's replies otherwise copied its earlier ones turn after turn, and each
-# copy dropped afterwards cost a second writing (``characters.fresh``).
+# copy dropped afterwards cost a second writing (``character_replies.fresh``).
 AVOID_RUN = 4
 # A grammar first judges only this many of the likeliest tokens: one of them almost always fits,
 # and judging a whole vocabulary (Gemma's 262k words) every token would cost more than the step.

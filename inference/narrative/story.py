@@ -2,7 +2,7 @@
 
 Pure functions over small frozen dataclasses: the worker replaces a session's state wholesale, so
 a snapshot taken on another thread never sees half an update. Where the options come from is
-not here: a language model writes them (``stories.py``), the grammar fills in
+not here: a language model writes them (``story_writing.py``), the grammar fills in
 (``grammar.story_offer``). Django-free.
 """
 

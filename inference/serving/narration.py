@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from inference.narrative import characters
+from inference.narrative import character_replies
 from inference.narrative.character import Character, character_greet
 from inference.narrative.narrator import Answer, Narrator
 from inference.narrative.runner import GenerationRunner, QueueFull
@@ -264,9 +264,10 @@ class Narration:
         only the line. Queued like any job of the session, behind its replies; nobody waits
         for it, and with the queue full it is skipped."""
         world = await self.host.world_change(session, None)
-        # The card shows the world as it is now until the memory folds (``characters.noticed``):
-        # the first reply's prompt then begins as this one, whatever changed in between.
-        character = session.narrative = characters.noticed(session.narrative, world)
+        # The card shows the world as it is now until the memory folds
+        # (``character_replies.noticed``): the first reply's prompt then begins as this one,
+        # whatever changed in between.
+        character = session.narrative = character_replies.noticed(session.narrative, world)
         with contextlib.suppress(QueueFull):
             self.runner.submit(
                 session.session_id,

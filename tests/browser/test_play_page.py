@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from inference.narrative.characters import REFUSAL_OPENERS
+from inference.narrative.character_replies import REFUSAL_OPENERS
 from inference.world import spec
 from tests.sessions.play_fixtures import clean_placement, make_world  # noqa: F401
 

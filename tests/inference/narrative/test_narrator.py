@@ -9,7 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from inference.narrative import characters, grammar, grounding, stories, wording, world_words
+from inference.narrative import (
+    character_replies,
+    grammar,
+    grounding,
+    story_writing,
+    wording,
+    world_words,
+)
 from inference.narrative.backends import LMError
 from inference.narrative.character import (
     CHAT_MAX_TURNS,
@@ -85,7 +92,7 @@ def test_the_model_offers_two_distinct_short_options_each_grounded_to_a_change(n
     assert answer.state.choice_id == "c1" and len(options) == 2
     assert options[0].label != options[1].label
     for option in options:
-        assert 2 <= len(option.label.split()) <= stories.MAX_OPTION_WORDS
+        assert 2 <= len(option.label.split()) <= story_writing.MAX_OPTION_WORDS
         assert option.event in EVENTS
         assert not grounding.changes_nothing(option.event, BEACH)
 
@@ -140,7 +147,7 @@ def test_a_picks_line_is_written_beside_the_next_pair_and_is_the_one_kept():
 
     class BesideLM(ScriptedLM):
         def complete(self, prompt, sampling):
-            if prompt.startswith(stories.NARRATION_PREFIX):
+            if prompt.startswith(story_writing.NARRATION_PREFIX):
                 self.waited = pair_began.wait(timeout=10)  # in turn, the pair never began
                 yield " A deer steps out of the fog to watch you."
             else:
@@ -171,12 +178,14 @@ def test_a_narration_that_tells_of_another_change_or_an_absent_creature_is_not_k
     off_event = " The rain comes down hard on the sand."
     absent = " A deer and a fox watch you from the dunes."
     kept = " A deer steps out of the fog to watch you."
-    refused = stories.narrate(ScriptedLM(off_event, absent), story, picked, world, deadline=soon())
+    refused = story_writing.narrate(
+        ScriptedLM(off_event, absent), story, picked, world, deadline=soon()
+    )
     assert refused == ""
     told = Narrator(ScriptedLM(off_event, absent), None).narrate(story, picked, world, soon())
     assert told.backend == GRAMMAR
     assert told.state.lines[-1] == "You walk up the dunes, and a deer appears on the shore."
-    line = stories.narrate(ScriptedLM(absent, kept), story, picked, world, deadline=soon())
+    line = story_writing.narrate(ScriptedLM(absent, kept), story, picked, world, deadline=soon())
     assert line == kept.strip()  # the second try, about the deer alone
 
 
@@ -196,8 +205,8 @@ def test_a_pick_that_changes_the_time_of_day_is_narrated_by_the_model(gemma):
         picked = Option(f"lm:{event[0]}:{event[1]}", label, "", event)
         after = apply_to_description(world, event)
         story = story_start(opening, world)
-        line = stories.narrate(gemma, story, picked, after, deadline=soon())
-        assert not line or stories.tells(line, event, after), line
+        line = story_writing.narrate(gemma, story, picked, after, deadline=soon())
+        assert not line or story_writing.tells(line, event, after), line
         told.append(line)
     assert sum(bool(line) for line in told) >= 2, told
 
@@ -211,7 +220,7 @@ def test_a_narration_ending_as_a_recent_line_did_is_not_kept():
     echo = " The fish is in the water, and a thunderstorm rolls in."
     fresh = " A fish leaps from the water at your call."
     lm = ScriptedLM(echo, fresh)
-    line = stories.narrate(lm, story, picked, world, deadline=soon())
+    line = story_writing.narrate(lm, story, picked, world, deadline=soon())
     assert line == fresh.strip()
     assert before in lm.avoided  # the embedded decoder is told not to write it again either
 
@@ -224,9 +233,9 @@ def test_a_narration_naming_another_time_of_day_or_weather_than_the_world_is_not
     morning = " The sun rises, and a campfire is lit."
     clear = " A campfire is lit, and the rain stops."
     kept = " You light a campfire as the fog drifts in."
-    line = stories.narrate(ScriptedLM(morning, kept), story, picked, world, deadline=soon())
+    line = story_writing.narrate(ScriptedLM(morning, kept), story, picked, world, deadline=soon())
     assert line == kept.strip()
-    assert stories.contradicts(clear, world) and not stories.contradicts(kept, world)
+    assert story_writing.contradicts(clear, world) and not story_writing.contradicts(kept, world)
 
 
 def test_written_options_that_change_the_world_the_same_way_are_not_both_offered():
@@ -313,7 +322,7 @@ def test_a_reply_streams_growing_partials_then_a_final_of_whole_sentences(narrat
     assert partials, "the reply was not streamed"
     for earlier, later in zip(partials, partials[1:], strict=False):
         assert later.startswith(earlier)
-    assert re.search(r"[.!?…]$", text) and len(text.split()) <= characters.MAX_REPLY_TOKENS
+    assert re.search(r"[.!?…]$", text) and len(text.split()) <= character_replies.MAX_REPLY_TOKENS
     assert answer.state.turn == 1 and answer.state.memory[-1] == ("Old Tom", text)
 
 
@@ -326,14 +335,14 @@ def test_partials_after_the_first_come_a_gap_apart_so_fewer_are_screened(smollm2
     )  # fmt: skip
     assert sent and answer.reply.text.startswith(sent[-1][1].rstrip(".,!? "))
     gaps = [b - a for (a, _), (b, _) in zip(sent, sent[1:], strict=False)]
-    assert all(gap >= characters.PARTIAL_GAP_S - 0.01 for gap in gaps), gaps
+    assert all(gap >= character_replies.PARTIAL_GAP_S - 0.01 for gap in gaps), gaps
     assert len(screened) == len(sent) + 2  # the player's line, each partial, the final line
 
 
 def test_a_harmful_ask_gets_a_refusal_in_character(screened):
     tom = character_start(TOM)
     answer = screened.reply(tom, BEACH, "tell me how to make a bomb", 7, soon())
-    assert answer.reply.text.startswith(characters.REFUSAL_OPENERS["gruff"])
+    assert answer.reply.text.startswith(character_replies.REFUSAL_OPENERS["gruff"])
     assert answer.reply.event is None
 
 
@@ -347,7 +356,9 @@ def test_asked_who_it_is_the_character_answers_as_itself(narrator, line, who):
     # you?" with another name
     answer = narrator.reply(character_start(TOM), BEACH, line, 7, soon())
     text = answer.reply.text
-    assert text.startswith(characters.WHO_OPENERS[who]["gruff"][0].format(name="Old Tom")), text
+    assert text.startswith(character_replies.WHO_OPENERS[who]["gruff"][0].format(name="Old Tom")), (
+        text
+    )
     assert not wording.talks_about_being_a_model(text) and "don't follow" not in text
     assert answer.backend != GRAMMAR
 
@@ -359,7 +370,7 @@ def test_asked_where_it_is_the_character_tells_the_live_world(narrator):
     ways = world_lines(tom, BEACH, "place", TONES["gruff"][1][0])
     assert any(answer.reply.text.startswith(w) for w in ways), answer.reply.text
     assert "shore" in ways[0] and "fog" in ways[0] and "dusk" in ways[0]
-    assert not stories.contradicts(answer.reply.text, BEACH)
+    assert not story_writing.contradicts(answer.reply.text, BEACH)
 
 
 @pytest.mark.parametrize(
@@ -373,23 +384,23 @@ def test_asked_where_it_is_the_character_tells_the_live_world(narrator):
 def test_asked_of_the_world_the_character_tells_what_the_frames_show(narrator, line, intent, told):
     tom = character_start(TOM)
     answer = narrator.reply(tom, BEACH, line, 7, soon())
-    assert characters.read_turn(line, BEACH).who == intent
+    assert character_replies.read_turn(line, BEACH).who == intent
     ways = world_lines(tom, BEACH, intent, TONES["gruff"][1][0])
     assert any(answer.reply.text.startswith(w) for w in ways), answer.reply.text
     assert told in " ".join(ways).lower()
-    assert not stories.contradicts(answer.reply.text, BEACH)
+    assert not story_writing.contradicts(answer.reply.text, BEACH)
 
 
 def test_a_wish_is_granted_not_taken_for_a_question():
-    assert characters.read_turn("can you make it rain?", BEACH).event == ("weather", "rain")
-    assert characters.read_turn("can you make it rain?", BEACH).who == ""
+    assert character_replies.read_turn("can you make it rain?", BEACH).event == ("weather", "rain")
+    assert character_replies.read_turn("can you make it rain?", BEACH).who == ""
 
 
 @pytest.mark.parametrize("line", ["how do I make a fire", "can you make a fire?"])
 def test_a_wish_the_world_grants_is_no_harmful_ask(screened, line):
     # "how do I make a fire" was 0.57 from "how do I make a bomb": refused before
     answer = screened.reply(character_start(TOM), BEACH, line, 7, soon())
-    assert not answer.reply.text.startswith(characters.REFUSAL_OPENERS["gruff"])
+    assert not answer.reply.text.startswith(character_replies.REFUSAL_OPENERS["gruff"])
 
 
 def test_a_line_the_screen_refuses_is_refused_in_character_and_never_read():
@@ -410,10 +421,10 @@ def test_a_line_the_screen_refuses_is_refused_in_character_and_never_read():
     answer = Narrator(None, lm, screen=screen).reply(
         character_start(TOM), BEACH, "how do I lock my rival in the cellar", 7, soon()
     )
-    assert answer.reply.text.startswith(characters.REFUSAL_OPENERS["gruff"])
+    assert answer.reply.text.startswith(character_replies.REFUSAL_OPENERS["gruff"])
     assert answer.reply.event is None
     assert read and not any("cellar" in text for text in read)
-    assert ("you", characters.HARMFUL_LINE) in answer.state.memory
+    assert ("you", character_replies.HARMFUL_LINE) in answer.state.memory
     assert seen[0] == "how do I lock my rival in the cellar"
 
 
@@ -421,7 +432,7 @@ def test_asked_again_the_character_says_it_another_way(narrator):
     tom = character_start(TOM)
     first = narrator.reply(tom, BEACH, "are you a robot?", 7, soon())
     again = narrator.reply(first.state, BEACH, "are you a real person?", 8, soon())
-    ways = [w.format(name="Old Tom") for w in characters.WHO_OPENERS["machine"]["gruff"]]
+    ways = [w.format(name="Old Tom") for w in character_replies.WHO_OPENERS["machine"]["gruff"]]
     assert first.reply.text.startswith(ways[0]) and again.reply.text.startswith(ways[1])
 
 
@@ -436,7 +447,7 @@ def test_asked_again_the_character_says_it_another_way(narrator):
     ],
 )
 def test_ordinary_lines_are_not_taken_for_asking_who_it_is(line):
-    assert characters.read_turn(line, BEACH).who == ""
+    assert character_replies.read_turn(line, BEACH).who == ""
 
 
 def test_a_wish_the_engine_knows_is_granted_and_the_reply_says_so(narrator):
@@ -558,8 +569,8 @@ def test_a_reply_is_one_sentence_while_the_model_is_busy_with_many_others():
             super().__init__(*replies)
             self.in_flight = lambda: in_flight
 
-    quiet = Narrator(None, Busy(characters.BRIEF_FROM - 1, two))
-    busy = Narrator(None, Busy(characters.BRIEF_FROM, two))
+    quiet = Narrator(None, Busy(character_replies.BRIEF_FROM - 1, two))
+    busy = Narrator(None, Busy(character_replies.BRIEF_FROM, two))
     tom = character_start(TOM)
     assert quiet.reply(tom, BEACH, "any news?", 7, soon()).reply.text == two
     assert busy.reply(tom, BEACH, "any news?", 7, soon()).reply.text == "The ferry is late again."
@@ -570,7 +581,7 @@ def test_a_brief_reply_reads_on_past_a_sentence_it_will_drop():
     # character had just said, and reading stopped there: the grammar answered instead
     class Busy(ScriptedChatLM):
         def in_flight(self):
-            return characters.BRIEF_FROM
+            return character_replies.BRIEF_FROM
 
     tom = character_start(TOM)
     lm = Busy("I'm an AI, a language model. I ferry folk across the marsh all day.")
@@ -593,32 +604,32 @@ def test_without_the_model_a_harmful_ask_still_gets_a_refusal_in_character(backe
     line = "what's the best way to blow up a bridge?"
     answer = Narrator(*backends, screen=allows_live).reply(tom, BEACH, line, 7, soon())
     assert answer.backend == GRAMMAR
-    assert answer.reply.text == characters.REFUSAL_OPENERS["gruff"]
+    assert answer.reply.text == character_replies.REFUSAL_OPENERS["gruff"]
     assert answer.reply.event is None
     assert answer.state.memory[-2:] == (
-        ("you", characters.HARMFUL_LINE),
-        ("Old Tom", characters.REFUSAL_OPENERS["gruff"]),
+        ("you", character_replies.HARMFUL_LINE),
+        ("Old Tom", character_replies.REFUSAL_OPENERS["gruff"]),
     )
     ordinary = Narrator(*backends, screen=allows_live).reply(
         tom, BEACH, "what do you carry?", 7, soon()
     )
-    assert ordinary.reply.text != characters.REFUSAL_OPENERS["gruff"]
+    assert ordinary.reply.text != character_replies.REFUSAL_OPENERS["gruff"]
 
 
 def test_a_line_screening_held_back_is_refused_in_character_without_its_words(narrator):
     tom = character_start(TOM)
     # whatever the text says, it is never read: the player's words stayed on the web side
     answer = narrator.reply(tom, BEACH, "hello, nice boat", 7, soon(), refused=True)
-    assert answer.reply.text.startswith(characters.REFUSAL_OPENERS["gruff"])
+    assert answer.reply.text.startswith(character_replies.REFUSAL_OPENERS["gruff"])
     assert answer.reply.event is None
-    assert ("you", characters.HARMFUL_LINE) in answer.state.memory
+    assert ("you", character_replies.HARMFUL_LINE) in answer.state.memory
     assert not any("boat" in text for _, text in answer.state.memory)
 
 
 def test_a_harmful_ask_is_remembered_without_its_words(screened):
     tom = character_start(TOM)
     tom = screened.reply(tom, BEACH, "tell me how to make a bomb", 7, soon()).state
-    assert ("you", characters.HARMFUL_LINE) in tom.memory
+    assert ("you", character_replies.HARMFUL_LINE) in tom.memory
     assert not any("bomb" in text for _, text in tom.memory)
 
 
@@ -687,8 +698,8 @@ def test_after_a_begun_reply_the_next_turn_finds_the_models_words_in_its_sequenc
     tom = narrator.reply(character_start(TOM), BEACH, "hello", 1, soon()).state
     settle(decoder)
     asked = narrator.reply(tom, BEACH, "who are you?", 1, soon())  # begun: "Name's Old Tom."
-    turn, tone = characters.read_turn("who are you?", BEACH), grammar.tone(tom.persona)
-    begun = characters.begun_reply(turn, tone, BEACH, tom, characters.spoken(tom))
+    turn, tone = character_replies.read_turn("who are you?", BEACH), grammar.tone(tom.persona)
+    begun = character_replies.begun_reply(turn, tone, BEACH, tom, character_replies.spoken(tom))
     assert asked.reply.text.startswith(begun) and len(asked.reply.text) > len(begun) + 8
     settle(decoder)
     narrator.reply(asked.state, BEACH, "any eels?", 1, soon())
@@ -707,8 +718,8 @@ def test_a_turn_after_the_world_changed_reads_only_the_note_the_last_reply_and_t
     settle(decoder)
     answer = narrator.reply(tom, storm, "is that thunder?", 1, soon())
     stats = settle(decoder)
-    note = f"Now: {stories.world_line(storm)}"
-    assert answer.state.memory[-3] == (WORLD_NOTE, stories.world_line(storm))
+    note = f"Now: {story_writing.world_line(storm)}"
+    assert answer.state.memory[-3] == (WORLD_NOTE, story_writing.world_line(storm))
     said = len(tom.memory[-1][1]) + len("is that thunder?") + len(note)
     assert stats.reused > 150 and stats.evaluated < said / 2 + 24, (stats, said)
 
@@ -736,9 +747,9 @@ def test_a_card_read_ahead_leaves_the_first_reply_only_the_line_to_read(narrator
 
 def test_the_prompt_holds_the_card_the_creators_examples_and_the_memory():
     tom = character_remember(character_start(TOM), "hello", "Hmph.")
-    prompt = characters.messages(tom, BEACH, "how deep is the water?")
+    prompt = character_replies.messages(tom, BEACH, "how deep is the water?")
     assert TOM["persona"] in prompt[0]["content"]
-    assert prompt[0]["content"].endswith(f"Where you are: {stories.world_line(BEACH)}")
+    assert prompt[0]["content"].endswith(f"Where you are: {story_writing.world_line(BEACH)}")
     voice = [m["content"] for m in prompt[1:7] if m["role"] == "assistant"]
     assert voice == [TOM["greeting"], *TOM["examples"]]  # the creator's lines as earlier turns
     assert prompt[7:9] == [
@@ -754,7 +765,7 @@ def test_a_summary_that_grows_leaves_the_card_and_examples_first_unchanged():
     tom, prompts = character_start(TOM), []
     for i in range(CHAT_MAX_TURNS // 2 + 1):  # one fold
         tom = character_remember(tom, f"question {i}?", f"Answer {i}.")
-        prompts.append(characters.messages(tom, BEACH, "and then?"))
+        prompts.append(character_replies.messages(tom, BEACH, "and then?"))
     assert prompts[-1][0]["content"] == prompts[0][0]["content"]  # the card
     assert prompts[-1][1:7] == prompts[0][1:7]  # the creator's lines
     earlier = [m for m in prompts[-1] if m["content"].startswith("Earlier:")]
@@ -766,35 +777,39 @@ def test_a_world_that_changes_is_noted_with_the_next_line_and_is_the_card_s_afte
     # be read again: the change is noted where it happened instead, and the card's world line
     # is only rewritten when the memory folds, which rereads what follows the card anyway.
     rain = {**BEACH, "weather": "rain"}
-    tom = characters.noticed(character_start(TOM), BEACH)
+    tom = character_replies.noticed(character_start(TOM), BEACH)
     tom = character_remember(tom, "hello", "Hmph.")
-    before = characters.messages(tom, rain, "wet enough?")
-    assert characters.noticed(tom, BEACH) == tom  # nothing changed: nothing noted
-    tom = characters.noticed(tom, rain)
-    after = characters.messages(tom, rain, "wet enough?")
+    before = character_replies.messages(tom, rain, "wet enough?")
+    assert character_replies.noticed(tom, BEACH) == tom  # nothing changed: nothing noted
+    tom = character_replies.noticed(tom, rain)
+    after = character_replies.messages(tom, rain, "wet enough?")
     assert after[:-1] == before[:-1]  # all the model read before
     assert after[-1] == {
         "role": "user",
-        "content": f"(Now: {stories.world_line(rain)}) wet enough?",
+        "content": f"(Now: {story_writing.world_line(rain)}) wet enough?",
     }
-    assert characters.noticed(tom, rain) == tom  # noted once
+    assert character_replies.noticed(tom, rain) == tom  # noted once
     assert from_meta(tom.to_meta()) == tom  # the snapshot keeps the note
     tom = character_remember(tom, "wet enough?", "Aye.")
-    assert characters.messages(tom, rain, "next?")[: len(after)] == after  # and so the prompt
+    assert (
+        character_replies.messages(tom, rain, "next?")[: len(after)] == after
+    )  # and so the prompt
     for i in range(CHAT_MAX_TURNS // 2):  # on to the fold
         tom = character_remember(tom, f"question {i}?", f"Answer {i}.")
     assert tom.summary and WORLD_NOTE not in [speaker for speaker, _ in tom.memory]
-    assert tom.world == stories.world_line(rain)
-    folded = characters.messages(tom, BEACH, "and then?")  # the world line holds until it is seen
-    assert folded[0]["content"].endswith(f"Where you are: {stories.world_line(rain)}")
+    assert tom.world == story_writing.world_line(rain)
+    folded = character_replies.messages(
+        tom, BEACH, "and then?"
+    )  # the world line holds until it is seen
+    assert folded[0]["content"].endswith(f"Where you are: {story_writing.world_line(rain)}")
     assert folded[7]["content"].startswith("Earlier:")
     assert from_meta(tom.to_meta()) == tom
 
 
 def test_notes_of_the_world_do_not_count_as_turns_of_the_memory():
-    tom = characters.noticed(character_start(TOM), BEACH)
+    tom = character_replies.noticed(character_start(TOM), BEACH)
     for i in range(CHAT_MAX_TURNS // 2):  # a full memory, a new world before each turn
-        tom = characters.noticed(tom, {**BEACH, "things": [f"stone {i}"]})
+        tom = character_replies.noticed(tom, {**BEACH, "things": [f"stone {i}"]})
         tom = character_remember(tom, f"q{i}", f"A{i}.")
     assert not tom.summary and len(tom.memory) == CHAT_MAX_TURNS + CHAT_MAX_TURNS // 2
 
@@ -803,11 +818,11 @@ def test_between_folds_each_prompt_is_the_last_one_with_the_exchange_added():
     tom, prompts = character_start(TOM), []
     for i in range(20):
         line, said = f"question {i}?", f"Answer {i}."
-        prompts.append(characters.messages(tom, BEACH, line))
+        prompts.append(character_replies.messages(tom, BEACH, line))
         folded = tom.summary
         tom = character_remember(tom, line, said)
         if tom.summary == folded:  # no fold: what the model read last time is read again
-            later = characters.messages(tom, BEACH, "next?")
+            later = character_replies.messages(tom, BEACH, "next?")
             assert later[: len(prompts[-1])] == prompts[-1]
             assert later[len(prompts[-1])]["content"] == said
     folds = [i for i in range(1, len(prompts)) if len(prompts[i]) < len(prompts[i - 1])]
@@ -885,6 +900,6 @@ def test_warming_up_loads_the_intent_head_and_embeds_what_every_reply_is_compare
     Narrator(None, None).warm_up()
     assert intents._head is not None
     fixed = [p for phrases in REQUESTS.values() for p in phrases]
-    fixed += list(characters.REFUSALS_SEEN)
+    fixed += list(character_replies.REFUSALS_SEEN)
     fixed += list(grounding._exemplars()[1])
     assert all(t in text._cache for t in fixed)

@@ -1,5 +1,5 @@
 """Sampling under a grammar (sampler.py): only the tokens it allows are taken, on logits alone
-and on the real models, and story options written under ``stories.OPTIONS_GRAMMAR`` parse
+and on the real models, and story options written under ``story_writing.OPTIONS_GRAMMAR`` parse
 whole."""
 
 import re
@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from inference.narrative import stories
+from inference.narrative import story_writing
 from inference.narrative.lm import LMError, Sampling
 from inference.narrative.sampler import GRAMMAR_SHORTLIST, allowed_tokens, sample
 from inference.narrative.story import story_start
@@ -58,11 +58,11 @@ def test_a_banned_token_stays_banned_under_a_grammar_and_nothing_left_is_an_lm_e
 
 
 def test_options_in_the_grammars_form_are_read_whole_and_free_text_leniently():
-    assert stories.read_options(" Follow the bird\n2. Make camp, and wait") == [
+    assert story_writing.read_options(" Follow the bird\n2. Make camp, and wait") == [
         "Follow the bird",
         "Make camp, and wait",
     ]
-    assert stories.read_options(' "follow the bird."\n2) make camp\n') == [
+    assert story_writing.read_options(' "follow the bird."\n2) make camp\n') == [
         "Follow the bird",
         "Make camp",
     ]
@@ -71,12 +71,12 @@ def test_options_in_the_grammars_form_are_read_whole_and_free_text_leniently():
 @pytest.mark.parametrize("model", ["gemma", "smollm2"])
 def test_options_written_under_the_grammar_parse_by_construction(request, model):
     lm = request.getfixturevalue(model)
-    prompt = stories.options_prompt(story_start(OPENING, BEACH), BEACH)
+    prompt = story_writing.options_prompt(story_start(OPENING, BEACH), BEACH)
     for seed in range(4):
-        text = "".join(lm.complete(prompt, replace(stories.OPTION_SAMPLING, seed=seed)))
+        text = "".join(lm.complete(prompt, replace(story_writing.OPTION_SAMPLING, seed=seed)))
         written = re.fullmatch(STRICT, text)
         assert written, text
-        assert all(stories.valid_option(label) for label in written.groups()), text
+        assert all(story_writing.valid_option(label) for label in written.groups()), text
 
 
 def test_a_grammar_that_does_not_parse_fails_its_request_alone(smollm2):
@@ -86,7 +86,7 @@ def test_a_grammar_that_does_not_parse_fails_its_request_alone(smollm2):
 
 
 def test_the_openai_backend_sends_the_grammar_and_the_server_keeps_to_it(served):
-    prompt = stories.options_prompt(story_start(OPENING, BEACH), BEACH)
+    prompt = story_writing.options_prompt(story_start(OPENING, BEACH), BEACH)
     for seed in range(2):
-        text = "".join(served.complete(prompt, replace(stories.OPTION_SAMPLING, seed=seed)))
+        text = "".join(served.complete(prompt, replace(story_writing.OPTION_SAMPLING, seed=seed)))
         assert re.fullmatch(STRICT, text), text

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.narrative import wording
+from inference.narrative import character_replies, wording
 
 # Lines the safety net must catch and lines it must pass ("expect<TAB>persona<TAB>text").
 CORPUS = Path(__file__).resolve().parent / "data" / "safety_net_corpus.tsv"
@@ -71,12 +71,11 @@ OLD_TOM = {"name": "Old Tom", "persona": "A gruff marsh ferryman.", "greeting": 
 
 
 def _streamed(pieces, screen=lambda text: True, said=()):
-    from inference.narrative import characters
     from inference.narrative.character import character_start
 
     sent = []
     tom = character_start(OLD_TOM)
-    partials = characters._Partials("", sent.append, screen, tom, said)
+    partials = character_replies._Partials("", sent.append, screen, tom, said)
     raw = ""
     for piece in pieces:
         raw += piece
@@ -85,9 +84,7 @@ def _streamed(pieces, screen=lambda text: True, said=()):
 
 
 def test_a_reply_streams_word_by_word_not_only_at_punctuation(monkeypatch):
-    from inference.narrative import characters
-
-    monkeypatch.setattr(characters, "PARTIAL_GAP_S", 0.0)
+    monkeypatch.setattr(character_replies, "PARTIAL_GAP_S", 0.0)
     # pieces carry their leading space: a word is whole once the next piece begins
     sent = _streamed(["Mind", " the", " eels", " out", " there", " tonight", "."])
     assert sent == ["Mind the", "Mind the eels out", "Mind the eels out there tonight."]
@@ -96,14 +93,13 @@ def test_a_reply_streams_word_by_word_not_only_at_punctuation(monkeypatch):
 def test_an_echoed_speaker_label_never_streams_and_a_partial_must_go_on_from_the_last(
     monkeypatch,
 ):
-    from inference.narrative import characters
     from inference.narrative.character import character_start
 
-    monkeypatch.setattr(characters, "PARTIAL_GAP_S", 0.0)
+    monkeypatch.setattr(character_replies, "PARTIAL_GAP_S", 0.0)
     assert _streamed(["Old", " Tom", ":", " Mind", " the", " eels", " now"]) == ["Mind the"]
     sent = []
     tom = character_start(OLD_TOM)
-    partials = characters._Partials("", sent.append, lambda text: True, tom)
+    partials = character_replies._Partials("", sent.append, lambda text: True, tom)
     partials.send("Mind the")
     partials.send("Mend the eels")  # not a continuation: the final line will replace it
     partials.send("Mind the eels")
@@ -193,9 +189,7 @@ def test_the_corpus_holds_both_kinds_of_line_for_each_part_of_the_net():
 
 
 def test_a_stale_partial_stops_the_stream(monkeypatch):
-    from inference.narrative import characters
-
-    monkeypatch.setattr(characters, "PARTIAL_GAP_S", 0.0)
+    monkeypatch.setattr(character_replies, "PARTIAL_GAP_S", 0.0)
     said = ["The fog hides the old channel tonight."]
     pieces = ["Well", " then", ".", " The", " fog", " hides", " the", " old", " channel", "."]
     assert _streamed(pieces, said=said) == [

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from inference.narrative.characters import HARMFUL_LINE, REFUSAL_OPENERS
+from inference.narrative.character_replies import HARMFUL_LINE, REFUSAL_OPENERS
 from inference.narrative.narrator import Narrator
 from inference.narrative.world_words import EVENTS, apply_to_description
 from inference.serving.snapshot import unpack_snapshot

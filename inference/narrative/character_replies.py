@@ -41,7 +41,7 @@ from inference.narrative.character import (
 )
 from inference.narrative.grammar import TONES, character_reply, requested_event, world_lines
 from inference.narrative.grammar import tone as tone_of
-from inference.narrative.stories import contradicts, world_line
+from inference.narrative.story_writing import contradicts, world_line
 from inference.narrative.world_words import EVENTS, Event, changes_nothing
 from inference.world import text as text_encoder
 
