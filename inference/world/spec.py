@@ -7,10 +7,7 @@ torch, no Django.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
 MODEL_VERSION = 2
 
@@ -57,6 +54,18 @@ NUM_TOKENS = BIOME_TOKENS + len(THINGS)
 UNKNOWN_TOKEN = NUM_TOKENS  # canvas cell not generated yet
 MASK_TOKEN = NUM_TOKENS + 1  # MaskGIT mask
 SOLID_KINDS = frozenset({2, 3})  # obstacles and water block movement
+
+# What lies on a tile over its token, changing as the world evolves by itself (the learned
+# dynamics, `world/dynamics.py`): a burning tile, the ash it leaves (walkable, until the ground
+# grows back), a rain puddle, settled snow. The token under it is kept: what did not burn or
+# melt comes back as it was.
+COVERS = ("none", "fire", "ash", "puddle", "snow")
+# Tokens the renderer draws: the canvas tokens, UNKNOWN and MASK, then one per cover (a
+# covered tile is drawn as its cover, `render_tokens`).
+RENDER_TOKENS = NUM_TOKENS + 2 + len(COVERS) - 1
+TICK_FRAMES = 6  # world frames per dynamics tick: 4 ticks a second at 24 fps
+# Processes an event text can start (`world/dynamics.py` carries them on).
+PROCESSES = ("fire",)
 
 # Atmospheres (the "weather" of a world): lighting, haze and a particle layer each.
 WEATHERS = (
@@ -377,3 +386,14 @@ EVENT_PHRASES = {
         "fence": "build a fence",
     },
 }
+
+
+def render_tokens(tokens, cover):
+    """The tokens the renderer draws (numpy arrays broadcast): a covered tile is its cover's."""
+    tokens, cover = np.asarray(tokens), np.asarray(cover)
+    return np.where(cover > 0, NUM_TOKENS + 1 + cover.astype(np.int64), tokens)
+
+
+def tick_of(t: int) -> int:
+    """The dynamics tick a world frame falls in."""
+    return int(t) // TICK_FRAMES
