@@ -152,9 +152,9 @@ class Stack:
         return sum(cpu(p.pid) for p in self.workers), cpu(self.daphne.pid)
 
     def terrain_stats(self) -> dict:
-        """The workers' terrain counters, summed over their latest stats lines (logged every
+        """The workers' terrain and dynamics counters, summed over their latest stats lines (logged every
         few seconds while they serve, so a window's figures are within that of exact)."""
-        total = {"held": 0, "moved": 0, "late": 0}
+        total = {"held": 0, "moved": 0, "late": 0, "ticks": 0, "tick_s": 0.0}
         for name in self.names:
             lines = (self.logdir / f"{name}.log").read_text(errors="replace").splitlines()
             stats = [line.split(" stats ", 1)[1] for line in lines if " stats {" in line]
@@ -163,6 +163,10 @@ class Stack:
                 total["held"] += last.get("terrain_held_frames", 0)
                 total["moved"] += last.get("terrain_moved_frames", 0)
                 total["late"] += last.get("terrain_late_chunks", 0)
+                # the dynamics: world ticks made on the worker's dynamics thread, and its time
+                ticks = last.get("dynamics_ticks", 0)
+                total["ticks"] += ticks
+                total["tick_s"] += ticks * last.get("dynamics_ms_per_tick", 0.0) / 1000
         return total
 
     def wait_idle(self, timeout: float = 30.0) -> None:

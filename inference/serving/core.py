@@ -141,6 +141,10 @@ class EngineCore:
             "terrain_ahead_chunks": engine.ahead_chunks,
             "terrain_held_frames": engine.held_frames,
             "terrain_moved_frames": engine.moved_frames,
+            "dynamics_ticks": engine.ticks_made,
+            "dynamics_ms_per_tick": round(
+                1000 * engine.tick_seconds / max(1, engine.ticks_made), 2
+            ),
         }
 
     def go_live(self, session: LiveSession, now: float) -> None:
@@ -416,6 +420,8 @@ class EngineCore:
                 log.warning("kept world of %s unreadable (%s): a new one", session.session_id, exc)
                 kept = None
             else:
+                if session.fork is None:  # a Live world lived on while it stood empty
+                    self.engine.catch_up_kept(session.world_id, time.time())
                 # a fork keeps the avatar of the camera it forked as its first player's
                 keep = session.fork[2] if session.fork is not None else None
                 lead = session.cameras.get(0)
@@ -456,7 +462,9 @@ class EngineCore:
 
     def keep_world(self, session: LiveSession) -> bytes | None:
         """The world as it is now, for the next session of a Live world."""
-        return self.engine.snapshot(session.world_id) if session.world_id else None
+        if not session.world_id:
+            return None
+        return self.engine.snapshot(session.world_id, kept_at=time.time())
 
     def snapshot_world(self, session: LiveSession) -> bytes | None:
         if not session.world_id:

@@ -142,8 +142,10 @@ class InferenceWorker:
                 max_batch=self.config.max_batch,
                 step_budget_s=self.config.step_budget_s,
             )
-            # Terrain ahead of the players grows on its own thread: a step never makes any.
+            # Terrain ahead of the players grows on its own thread, and the world's ticks are
+            # made on another: a step only cuts a tick and applies the last.
             self.engine.start_terrain()
+            self.engine.start_evolution()
             inbox = loop.create_task(self._inbox_loop(), name=f"{self.name}-inbox")
             self._tasks.append(inbox)
             # With the pub/sub layer the inbox subscribes on its first receive; anything sent
@@ -170,6 +172,7 @@ class InferenceWorker:
             await asyncio.to_thread(self._engine_thread.shutdown, wait=True, cancel_futures=True)
             if self.engine is not None:
                 await asyncio.to_thread(self.engine.stop_terrain)
+                await asyncio.to_thread(self.engine.stop_evolution)
             self.narration.close()
             self._running = False
             self._stopped.set()

@@ -149,6 +149,102 @@ def fit_sprites(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
     return {"before": before, "after": after}
 
 
+FIRST_COVER = spec.NUM_TOKENS + 2  # the render token of the first cover (`spec.render_tokens`)
+
+
+def cover_pixels(scene: sim.Scene) -> np.ndarray:
+    """(B, F, F) int: the cover each frame pixel's tile lies under (0: none)."""
+    b, t, f = len(scene.weather), spec.TILE, scene.frame
+    cover = np.where(scene.tokens >= FIRST_COVER, scene.tokens - FIRST_COVER + 1, 0)
+    big = cover.repeat(t, 1).repeat(t, 2)  # (B, 8W, 8W)
+    ys = t + scene.offset[:, 1, None] + np.arange(f)  # (B, F): as `sim.render` crops
+    xs = t + scene.offset[:, 0, None] + np.arange(f)
+    return big[np.arange(b)[:, None, None], ys[:, :, None], xs[:, None, :]]
+
+
+def drawn_frames(model: WorldModel, scene: sim.Scene) -> np.ndarray:
+    """The frames the engine would serve of a scene (uint8, from the frozen tables)."""
+    model.renderer.freeze()
+    frames = model.renderer.frames(*scene_tensors(scene)).numpy()
+    model.renderer.thaw()
+    return frames
+
+
+def cover_psnr(model: WorldModel, scenes: int = 96) -> dict[str, float]:
+    """PSNR (dB) of the served frames against the simulator's on the pixels of each cover's
+    tiles (and of them all), scenes of unseen seeds under every light and atmosphere."""
+    from inference.training.evaluation.measures import EVAL_SEEDS, psnr
+
+    rng = np.random.default_rng(4_848)
+    scene, _ = sim.random_scenes(rng, scenes, sprite_prob=0.0, seeds=EVAL_SEEDS, covers=0.3)
+    drawn, target, cover = drawn_frames(model, scene), sim.render(scene), cover_pixels(scene)
+    out = {c: psnr(drawn, target, cover == i) for i, c in enumerate(spec.COVERS) if i}
+    out["all covers"] = psnr(drawn, target, cover > 0)
+    return {k: round(v, 2) for k, v in out.items()}
+
+
+def uncovered_scenes() -> sim.Scene:
+    """Fixed scenes with no cover in view (sprites, things, every atmosphere): the frames a
+    cover fit must leave as they were, bit for bit."""
+    scene, _ = sim.random_scenes(np.random.default_rng(4_849), 32, frame=spec.FRAME)
+    return scene
+
+
+def fit_covers(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
+    """Renderer steps on the covers' token rows alone (fire, ash, puddle, snow), on the
+    exported weights, on random scenes with covers sprinkled over their tiles under every
+    light and atmosphere. Nothing else moves (the tile MLP, light and atmospheres are shared
+    by every token), so frames without a cover stay bit-identical: checked, and the run fails
+    otherwise. -> the covers' PSNR before and after."""
+    torch.set_num_threads(cfg.threads)
+    path = Path(cfg.out) / "world_model.safetensors"
+    model = WorldModel.from_file(path)
+    r = model.renderer
+    before = cover_psnr(model)
+    kept = uncovered_scenes()
+    kept_frames = drawn_frames(model, kept)
+    old_rows = r.tok.weight[:FIRST_COVER].detach().clone()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    r.tok.weight.requires_grad_(True)
+    # only the cover rows learn: the others get no gradient, so Adam (no weight decay) leaves
+    # them exactly as they were
+    rows = torch.zeros(spec.RENDER_TOKENS, 1)
+    rows[FIRST_COVER:] = 1.0
+    r.tok.weight.register_hook(lambda grad: grad * rows)
+    opt = torch.optim.AdamW([r.tok.weight], lr=0.02, weight_decay=0.0)
+    rng = np.random.default_rng(cfg.seed + 48)
+    model.train()
+    bar = tqdm(range(steps), desc="fit covers")
+    for step in bar:
+        opt.param_groups[0]["lr"] = 0.02 * cosine(step, steps)
+        scene, _ = sim.random_scenes(
+            rng, cfg.batch_render, sprite_prob=0.3, frame=cfg.render_frame, covers=0.4
+        )
+        scene.minute[:] = rng.integers(0, spec.DAY_MINUTES, len(scene.minute))
+        loss = render_loss(r, scene)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        bar.set_postfix(render=f"{loss.item():.4f}")
+    model.eval()
+    r.tok.weight.requires_grad_(False)
+    if not torch.equal(r.tok.weight[:FIRST_COVER], old_rows):
+        raise RuntimeError("the fit moved a renderer row other than the covers'")
+    if not np.array_equal(drawn_frames(model, kept), kept_frames):
+        raise RuntimeError("the fit changed frames that show no cover")
+    after = cover_psnr(model)
+    for name in before:
+        print(f"{name:>12}: PSNR {before[name]:5.2f} -> {after[name]:5.2f} dB")
+    meta = read_meta(cfg.out)
+    meta["cover_fit_steps"] = meta.get("cover_fit_steps", 0) + steps
+    meta["cover_psnr"] = {"before": before, "after": after}
+    write_meta(cfg.out, meta)
+    model.save(path, extra={"steps": str(meta.get("steps_done")), "covers": str(steps)})
+    print(f"renderer covers saved to {path}")
+    return {"before": before, "after": after}
+
+
 def train_prompt_heads(cfg: TrainConfig, steps: int, check: int = 720) -> dict[str, float]:
     """Extra steps for the prompt heads alone (biome, mixed, atmosphere, time, creature), on
     the exported weights and the current phrasing banks; the rest of the model is untouched

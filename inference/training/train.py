@@ -40,6 +40,7 @@ from inference.training.calibrate import calibrate_kinds
 from inference.training.checkpoints import add_names, export, read_meta, save_checkpoint, write_meta
 from inference.training.config import TrainConfig, cosine
 from inference.training.finetune import (
+    fit_covers,
     fit_light,
     fit_sprites,
     polish_renderer,
@@ -150,6 +151,14 @@ def main(argv=None) -> None:
         help="only fit the renderer's sprite textures for STEPS steps, on the exported weights",
     )
     parser.add_argument(
+        "--fit-covers",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="only fit the renderer's rows of the covers (fire, ash, puddle, snow) for STEPS "
+        "steps, on the exported weights",
+    )
+    parser.add_argument(
         "--train-prompt-heads",
         type=int,
         default=0,
@@ -177,6 +186,7 @@ def main(argv=None) -> None:
     head_steps = args.pop("train_prompt_heads")
     light_steps = args.pop("fit_light")
     sprite_steps = args.pop("fit_sprites")
+    cover_steps = args.pop("fit_covers")
     kind_rounds = args.pop("calibrate_kinds")
     cfg = TrainConfig(**{f.name: args[f.name] for f in fields(TrainConfig)})
     mcfg = ModelConfig(**{f.name: args[f.name] for f in fields(ModelConfig)})
@@ -199,6 +209,9 @@ def main(argv=None) -> None:
         return
     if sprite_steps:
         fit_sprites(cfg, sprite_steps)
+        return
+    if cover_steps:
+        fit_covers(cfg, cover_steps)
         return
     if classifier_steps:
         train_classifier(cfg, classifier_steps)

@@ -26,6 +26,8 @@ from inference.world import journal as jn
 from inference.world import spec
 from inference.world import text as text_encoder
 from inference.world.concepts import BEHAVIOURS, Concept
+from inference.world.dynamics import ASH, FIRE, Dynamics
+from inference.world.evolution import Evolution
 from inference.world.model import ModelConfig, WorldModel
 from inference.world.objects import (
     MAX_OBJECTS,
@@ -79,11 +81,19 @@ __all__ = [
 ]
 
 
-class WorldEngine(TerrainGrowth):
+class WorldEngine(TerrainGrowth, Evolution):
     """Holds many worlds (each with one or more players) in memory and steps them in batches."""
 
-    def __init__(self, model: WorldModel, device: str = "cpu", reader: Reader | None = None):
+    def __init__(
+        self,
+        model: WorldModel,
+        device: str = "cpu",
+        reader: Reader | None = None,
+        dynamics: Dynamics | None = None,
+    ):
         self.device = torch.device(device)
+        # the learned dynamics: the world evolves by itself, tick by tick (`evolution`)
+        self._init_evolution(dynamics or Dynamics.load(device=device))
         # the open vocabulary: what text names beyond the model's own creatures and things,
         # drawn by the sprite generator once per concept (rows of the sprite table)
         self.reader = reader or Reader.load()
@@ -129,11 +139,12 @@ class WorldEngine(TerrainGrowth):
         text_encoder.load_encoder("cpu")
         reader = Reader.load()
         _ = reader.keys  # the vocabulary's names embedded now, not in the first event's step
+        dynamics = Dynamics.load(device=device)
         # numpy's BLAS (OpenBLAS) keeps threads of its own beside torch's, which spin after
         # each matmul while torch waits for the cores; the engine's numpy matmuls (the phrase
         # readings) are small (docs/decisions.md). torch's OpenMP is untouched.
         threadpool_limits(limits=1, user_api="blas")
-        return cls(model, device, reader)
+        return cls(model, device, reader, dynamics)
 
     # ------------------------------------------------------------ worlds and players
 
@@ -195,6 +206,7 @@ class WorldEngine(TerrainGrowth):
         with self._canvas:
             world = self.worlds.pop(world_id, None)
             self.journals.pop(world_id, None)
+            self._forget_ticks(world_id)
         for p in world.players if world else []:
             self._player_world.pop(p.player_id, None)
             self._frames.pop(p.player_id, None)
@@ -223,6 +235,7 @@ class WorldEngine(TerrainGrowth):
             *(choice[k] for k in ("weather", "time", "creature", "thing")),
             tuple(m.concept.name for m in choice["objects"]),
             near or "",
+            choice.get("process", -1),
         )
         with self._canvas:
             self._change(world, change)
@@ -241,6 +254,17 @@ class WorldEngine(TerrainGrowth):
             self._place(world, change.thing, anchor.x, anchor.y)
         for n, name in enumerate(change.objects):
             self._add_object(world, self._concept(name), anchor.x + n * 3 * spec.TILE, anchor.y)
+        if change.process == spec.PROCESSES.index("fire"):
+            self._start_fire(world, anchor.x, anchor.y)
+
+    def _start_fire(self, world: WorldState, x: int, y: int) -> None:
+        """A fire starts where a pond would be placed (three tiles right of the player); the
+        dynamics decide what burns and how far it spreads."""
+        cells = spec.place_cells(spec.THINGS.index("pond"), x, y)
+        spots = [(tx * spec.TILE, ty * spec.TILE) for tx, ty, _ in cells]
+        self._grow({world.world_id: self._needed_chunks(world, spots, reach=spec.TILE)})
+        with self._canvas:
+            self.ignite(world, [(tx, ty) for tx, ty, _ in cells])
 
     def read_event(self, text: str) -> dict:
         """What an event text asks for (`prompts.read_event`); UnsupportedEvent when it is
@@ -251,9 +275,17 @@ class WorldEngine(TerrainGrowth):
         """The plain phrasings of the `n` events nearest in meaning to a text."""
         return nearest_events(text, n)
 
-    def snapshot(self, world_id: str) -> bytes:
+    def snapshot(self, world_id: str, kept_at: float = 0.0) -> bytes:
+        """The world's exact state; ``kept_at`` (wall-clock seconds) marks a Live world kept
+        between sessions, which catches up on the time it stood empty when it comes back."""
         with self._canvas:
-            return snapshot_bytes(self._world(world_id))
+            world = self._world(world_id)
+            self._settle(world)
+            world.kept_at = kept_at
+            try:
+                return snapshot_bytes(world)
+            finally:
+                world.kept_at = 0.0
 
     def restore(self, data: bytes, *, new_id: bool = False) -> str:
         """A world back from its snapshot, under its own id (failover) or a new one (a fork
@@ -293,6 +325,7 @@ class WorldEngine(TerrainGrowth):
         both). A recording starts, and can be resumed, at any such point."""
         with self._canvas:
             world = self._world(world_id)
+            self._settle(world)
             entries = self.journals.get(world_id, [])
             self.journals[world_id] = []
             frames = {p.player_id: self._frames.get(p.player_id, world.t) for p in world.players}
@@ -314,7 +347,7 @@ class WorldEngine(TerrainGrowth):
     def replayer(self) -> WorldEngine:
         """An engine on the same weights that replays journals: it never generates terrain
         (the journal holds it), so nothing it does depends on what this one is doing."""
-        engine = WorldEngine(self.model, str(self.device), self.reader)
+        engine = WorldEngine(self.model, str(self.device), self.reader, self.dynamics)
         engine.generate = False
         return engine
 
@@ -351,6 +384,7 @@ class WorldEngine(TerrainGrowth):
             for i, pid in entry.held:
                 held.setdefault(i, set()).add(pid)
             scenes, owners = self._advance_world(world, moving, dirs, lengths, held, cameras)
+            self._hand_on()
             if not scenes:
                 return {}
             order = sorted(range(len(scenes)), key=owners.__getitem__)
@@ -394,6 +428,7 @@ class WorldEngine(TerrainGrowth):
             made, who = self._advance_world(world, players, dirs, lengths)
             scenes += made
             owners += who
+        self._hand_on()  # the ticks cut in this step are made meanwhile
         # rendered owner by owner, so each player's frames are one slice of the batch
         order = sorted(range(len(scenes)), key=owners.__getitem__)
         frames = self._render([scenes[i] for i in order])
@@ -456,8 +491,10 @@ class WorldEngine(TerrainGrowth):
         def is_solid(tx: int, ty: int) -> bool:
             solid = memo.get((tx, ty))
             if solid is None:
-                solid = memo[(tx, ty)] = (tx, ty) in blocked or bool(
-                    self.solid[world.token_at(tx, ty)]
+                cover = world.cover_at(tx, ty)  # fire stops anyone; ash is burnt, walkable
+                solid = memo[(tx, ty)] = cover == FIRE or (
+                    cover != ASH
+                    and ((tx, ty) in blocked or bool(self.solid[world.token_at(tx, ty)]))
                 )
             return solid
 
@@ -481,13 +518,15 @@ class WorldEngine(TerrainGrowth):
             ahead |= made > world.t
         if not ahead:
             return was_held
-        for c in world.creatures:
-            dx, dy = spec.creature_dir(world.seed, c.ident, world.t)
+        for c in world.creatures:  # the way the dynamics chose this tick
+            dx, dy = spec.DIRECTIONS[c.heading]
             c.x, c.y = spec.move(c.x, c.y, dx, dy, spec.CREATURE_SPEED, is_solid)
         move_objects(world, is_solid)
         world.t += 1
         if world.t % spec.FRAMES_PER_MINUTE == 0:
             world.minute = (world.minute + 1) % spec.DAY_MINUTES
+        if world.t % spec.TICK_FRAMES == 0:
+            self._tick(world)
         return was_held
 
     def _sprite_row(self, concept) -> int:

@@ -42,6 +42,7 @@ class Change(NamedTuple):
     thing: int
     objects: tuple[str, ...]
     near: str  # the player it happened beside ("" : the first)
+    process: int = -1  # a process it starts (index into spec.PROCESSES)
 
 
 class Advance(NamedTuple):
@@ -67,7 +68,7 @@ def to_json(entry: Entry) -> list:
     if isinstance(entry, Chunk):
         return [name, entry.cx, entry.cy, base64.b64encode(entry.tokens).decode()]
     if isinstance(entry, Change):
-        return [name, *entry[:4], list(entry.objects), entry.near]
+        return [name, *entry[:4], list(entry.objects), entry.near, entry.process]
     if isinstance(entry, Advance):
         return [name, [list(m) for m in entry.moves], [list(h) for h in entry.held]]
     return [name, *entry]
@@ -81,8 +82,12 @@ def from_json(item) -> Entry:
         if cls is Chunk:
             return Chunk(int(fields[0]), int(fields[1]), base64.b64decode(fields[2]))
         if cls is Change:
-            *kinds, objects, near = fields
-            return Change(*(int(k) for k in kinds), tuple(str(o) for o in objects), str(near))
+            if len(fields) == 6:  # recorded before processes
+                fields = [*fields, -1]
+            *kinds, objects, near, process = fields
+            return Change(
+                *(int(k) for k in kinds), tuple(str(o) for o in objects), str(near), int(process)
+            )
         if cls is Advance:
             moves = tuple((str(p), int(dx), int(dy), int(n)) for p, dx, dy, n in fields[0])
             return Advance(moves, tuple((int(i), str(p)) for i, p in fields[1]))

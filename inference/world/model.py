@@ -200,7 +200,7 @@ class Renderer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d, t = cfg.dec_dim, spec.TILE
-        self.tok = nn.Embedding(spec.NUM_TOKENS + 2, d)
+        self.tok = nn.Embedding(spec.RENDER_TOKENS, d)  # canvas tokens, UNKNOWN, MASK, covers
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, t * t * 3))
         self.sprites = nn.Parameter(torch.zeros(spec.SPRITE_KINDS, spec.SPRITE, spec.SPRITE, 4))
         self.atmosphere = nn.Embedding(len(spec.WEATHERS), 6)  # per-channel scale and shift
@@ -222,7 +222,7 @@ class Renderer(nn.Module):
         if self._frozen is not None:
             return self._frozen
         t = spec.TILE
-        tex = self.mlp(self.tok.weight).view(-1, t * t, 3)  # (K + 2, 64, 3)
+        tex = self.mlp(self.tok.weight).view(-1, t * t, 3)  # (RENDER_TOKENS, 64, 3)
         soft = torch.sigmoid(self.sprites[..., 3:])
         alpha = (soft > 0.5).float()  # hard edges; straight-through gradients when training
         if torch.is_grad_enabled():
@@ -245,6 +245,10 @@ class Renderer(nn.Module):
             x.detach().nan_to_num(0.0, 0.0, 0.0).clamp(-TABLE_BOUND, TABLE_BOUND).contiguous()
             for x in self.tables()
         )
+
+    def thaw(self) -> None:
+        """Drop the cached tables: the weights are about to train again."""
+        self._frozen = self._maps = None
 
     @staticmethod
     def light_at(light: torch.Tensor, minute: torch.Tensor) -> torch.Tensor:
@@ -544,8 +548,29 @@ class WorldModel(nn.Module):
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
         model = cls(ModelConfig(**json.loads(meta["config"])))
-        model.load_state_dict(load_file(str(path)))
+        state = load_file(str(path))
+        state["renderer.tok.weight"] = with_cover_rows(state["renderer.tok.weight"])
+        model.load_state_dict(state)
         return model.eval()
+
+
+# What each cover's renderer row starts from in weights made before the covers: the row of the
+# token that looks most like it, so such weights draw covers plausibly until `--fit-covers`.
+COVER_LOOKALIKES = {
+    "fire": spec.thing_token(spec.THINGS.index("campfire")),
+    "ash": spec.token_of(spec.BIOMES.index("volcanic"), 0),
+    "puddle": spec.thing_token(spec.THINGS.index("pond")),
+    "snow": spec.token_of(spec.BIOMES.index("snow"), 0),
+}
+assert tuple(COVER_LOOKALIKES) == spec.COVERS[1:]
+
+
+def with_cover_rows(tok: torch.Tensor) -> torch.Tensor:
+    """The renderer's token embedding (rows, d) grown to RENDER_TOKENS rows: weights saved
+    before the covers (NUM_TOKENS + 2 rows) keep their rows as they were, bit for bit."""
+    if len(tok) != spec.NUM_TOKENS + 2:  # current weights (any other size: loading says so)
+        return tok
+    return torch.cat([tok, tok[list(COVER_LOOKALIKES.values())]])
 
 
 def save_classifier(model: FrameClassifier, path: str | Path) -> None:

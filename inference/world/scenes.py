@@ -13,6 +13,7 @@ from inference.world.objects import MAX_LIGHTS, MAX_OBJECTS, SPRITE_SIDE
 from inference.world.state import PlayerState, WorldState
 
 DECODE_BATCH = 512  # frames per renderer forward (bounds memory, not results)
+FIRE_TOKEN = spec.NUM_TOKENS + 1 + spec.COVERS.index("fire")  # the render token of a burning tile
 
 
 def scene(world: WorldState, viewer: PlayerState, sprite_rows: dict[str, int]) -> tuple:
@@ -39,17 +40,24 @@ def scene(world: WorldState, viewer: PlayerState, sprite_rows: dict[str, int]) -
         world.minute,
         spec.overlay_phase(world.weather, world.t),
         sprites,
-        things_in_view(world, left, top, sprite_rows),
+        things_in_view(world, left, top, sprite_rows, tokens),
     )
 
 
 def things_in_view(
-    world: WorldState, left: int, top: int, sprite_rows: dict[str, int]
+    world: WorldState,
+    left: int,
+    top: int,
+    sprite_rows: dict[str, int],
+    tokens: np.ndarray | None = None,
 ) -> tuple | None:
     """(MAX_OBJECTS, 3) sprite-table row and top-left frame pixel of each open-vocabulary
-    thing in view (-1: none), and (MAX_LIGHTS, 2) frame pixels of those giving light;
-    None where the world has none (the frame path as before). Fliers are drawn last."""
-    if not world.objects:
+    thing in view (-1: none), and (MAX_LIGHTS, 2) frame pixels of what gives light, the
+    nearest the centre first: lit things, and the burning tiles of the camera's ``tokens``
+    (its decode window, render tokens). None where there is neither (the frame path as
+    before). Fliers are drawn last."""
+    fires = fire_lights(tokens, left, top) if tokens is not None else []
+    if not world.objects and not fires:
         return None
     s, h = SPRITE_SIDE, SPRITE_SIDE // 2
     things = np.full((MAX_OBJECTS, 3), -1, dtype=np.int64)
@@ -63,10 +71,25 @@ def things_in_view(
     seen.sort(key=lambda o: o.motion == fly)  # only what is in view, stably
     for i, o in enumerate(seen):
         things[i] = (sprite_rows[o.concept], o.x - left - h, o.y - top - h)
-    lit = [(o.x - left, o.y - top) for o in seen if o.light][:MAX_LIGHTS]
+    lit = [(o.x - left, o.y - top) for o in seen if o.light] + fires
+    c = spec.FRAME // 2
+    lit = sorted(lit, key=lambda p: (p[0] - c) ** 2 + (p[1] - c) ** 2)[:MAX_LIGHTS]
     if lit:
         lights[: len(lit)] = lit
     return things, lights
+
+
+def fire_lights(tokens: np.ndarray, left: int, top: int) -> list[tuple[int, int]]:
+    """Frame pixels of the centres of the burning tiles in a decode window (tokens from tile
+    (left // TILE - 1, top // TILE - 1)) that lie in the frame."""
+    rows, cols = np.nonzero(tokens == FIRE_TOKEN)
+    if not len(rows):
+        return []
+    t = spec.TILE
+    x = (cols - 1) * t + t // 2 - left % t
+    y = (rows - 1) * t + t // 2 - top % t
+    keep = (x >= 0) & (x < spec.FRAME) & (y >= 0) & (y < spec.FRAME)
+    return list(zip(x[keep].tolist(), y[keep].tolist(), strict=True))
 
 
 def render(
@@ -100,9 +123,9 @@ def render(
 def _things_arg(
     in_view: list[tuple | None], sprite_table: torch.Tensor, device: torch.device | str
 ) -> tuple | None:
-    """The renderer's open-vocabulary layer, or None when no frame shows a thing (the
-    frame path as before)."""
-    if all(v is None or v[0][0, 0] < 0 for v in in_view):
+    """The renderer's open-vocabulary layer, or None when no frame shows a thing or a light
+    (the frame path as before)."""
+    if all(v is None or (v[0][0, 0] < 0 and v[1][0, 0] < 0) for v in in_view):
         return None
     empty = (np.full((MAX_OBJECTS, 3), -1, np.int64), np.full((MAX_LIGHTS, 2), -1, np.int64))
     things, lights = (np.stack([(v or empty)[i] for v in in_view]) for i in (0, 1))

@@ -85,6 +85,7 @@ TIMES = ("dawn", "day", "dusk", "night")
 TIME_MINUTES = (6 * 60 + 30, 12 * 60, 18 * 60 + 30, 23 * 60)  # dawn and dusk at their lights' peaks
 DAY_MINUTES = 24 * 60
 FRAMES_PER_MINUTE = 10  # a whole day in 10 minutes of play at 24 fps
+WORLD_FPS = 24  # world frames a second of play (the served rate)
 CREATURES = (
     "fox",
     "deer",
@@ -388,7 +389,7 @@ EVENT_PHRASES = {
 }
 
 
-def render_tokens(tokens, cover):
+def render_tokens(tokens, cover) -> np.ndarray:
     """The tokens the renderer draws (numpy arrays broadcast): a covered tile is its cover's."""
     tokens, cover = np.asarray(tokens), np.asarray(cover)
     return np.where(cover > 0, NUM_TOKENS + 1 + cover.astype(np.int64), tokens)

@@ -20,8 +20,8 @@ from inference.world.concepts import BEHAVIOURS
 from inference.world.text import TEXT_DIM
 
 MAGIC = b"PXWS"
-VERSION = 3  # v3: open-vocabulary things (objects); v2 (the 128x128 model) still loads
-OLDER_VERSIONS = (2,)
+VERSION = 4  # v4: covers, chunk clocks, headings, the pending tick; v3 and v2 still load
+OLDER_VERSIONS = (2, 3)
 _HEAD = struct.Struct(">4sHII")  # magic, version, crc32 of body, body length
 MEMO_SIZE = 4096  # entries a world's memo holds before it starts again
 
@@ -44,6 +44,19 @@ class CreatureState:
     x: int
     y: int
     ident: int
+    heading: int = 0  # index into spec.DIRECTIONS, chosen each tick by the dynamics
+
+
+@dataclass
+class PendingTick:
+    """A dynamics tick made from the world as it was at the start of tick ``tick`` and applied
+    at the start of the next (so it is made off the frame path meanwhile): the tiles it
+    changes and the creatures' new headings. Part of the state, so a snapshot taken between
+    the two restores to the same world."""
+
+    tick: int
+    tiles: np.ndarray  # (n, 4) int64: tile x, tile y, token, cover
+    headings: dict[int, int]  # creature ident -> heading
 
 
 @dataclass
@@ -77,6 +90,12 @@ class WorldState:
     things: list[int] = field(default_factory=list)  # what events placed, in order
     objects: list[ObjectState] = field(default_factory=list)  # open-vocabulary things
     edits: int = 0  # tokens rewritten since creation: with the chunk count, the canvas version
+    # what lies over the tokens (spec.COVERS), by chunk; a chunk not here has none
+    cover: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (8, 8) uint8
+    # the tick each chunk's dynamics has reached; a chunk no one was near lags, and catches up
+    clocks: dict[tuple[int, int], int] = field(default_factory=dict)
+    pending: PendingTick | None = None
+    kept_at: float = 0.0  # wall-clock seconds when it was kept between Live sessions (0: not)
     # what the engine derives from the canvas (see `memo`); not part of the state
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
     _memo_version: tuple = field(default=(), repr=False, compare=False)
@@ -102,6 +121,35 @@ class WorldState:
             chunk[ty % spec.CHUNK, tx % spec.CHUNK] = token
             self.edits += 1
 
+    def cover_at(self, tx: int, ty: int) -> int:
+        cover = self.cover.get((tx // spec.CHUNK, ty // spec.CHUNK))
+        return 0 if cover is None else int(cover[ty % spec.CHUNK, tx % spec.CHUNK])
+
+    def set_cover(self, tx: int, ty: int, value: int) -> None:
+        """A tile's cover (only where the canvas exists); an edit, like a token's."""
+        key = (tx // spec.CHUNK, ty // spec.CHUNK)
+        if key not in self.chunks:
+            return
+        cover = self.cover.get(key)
+        if cover is None:
+            if not value:
+                return
+            cover = self.cover[key] = np.zeros((spec.CHUNK, spec.CHUNK), np.uint8)
+        cover[ty % spec.CHUNK, tx % spec.CHUNK] = value
+        self.edits += 1
+
+    def cover_region(self, tx0: int, ty0: int, w: int, h: int) -> np.ndarray:
+        """Dense (h, w) uint8 covers of tiles [tx0, tx0 + w) x [ty0, ty0 + h) (0: none)."""
+        out = np.zeros((h, w), dtype=np.uint8)
+        if not self.cover:
+            return out
+        for cy, src_y, dst_y in _spans(ty0, h):
+            for cx, src_x, dst_x in _spans(tx0, w):
+                cover = self.cover.get((cx, cy))
+                if cover is not None:
+                    out[dst_y, dst_x] = cover[src_y, src_x]
+        return out
+
     def memo(self) -> dict:
         """A cache for values derived from the canvas (camera windows, solid tiles, spans of
         chunks that all exist), emptied whenever the canvas changes. Chunks are only ever added
@@ -114,13 +162,16 @@ class WorldState:
         return self._memo
 
     def view(self, tx0: int, ty0: int) -> np.ndarray:
-        """The (WINDOW, WINDOW) tokens a camera decodes from tile (tx0, ty0), read-only and
-        cached: a walking camera stays on the same tiles for four frames, a standing one for
-        good."""
+        """The (WINDOW, WINDOW) render tokens (`spec.render_tokens`) a camera decodes from tile
+        (tx0, ty0), read-only and cached: a walking camera stays on the same tiles for four
+        frames, a standing one for good."""
         memo = self.memo()
         tokens = memo.get(("view", tx0, ty0))
         if tokens is None:
             tokens = self.region(tx0, ty0, spec.WINDOW, spec.WINDOW)
+            if self.cover:  # a covered tile is drawn as its cover
+                cover = self.cover_region(tx0, ty0, spec.WINDOW, spec.WINDOW)
+                tokens = spec.render_tokens(tokens, cover)
             tokens.flags.writeable = False
             memo[("view", tx0, ty0)] = tokens
         return tokens
@@ -165,6 +216,7 @@ def _spans(t0: int, n: int) -> list[tuple[int, slice, slice]]:
 
 def snapshot_bytes(state: WorldState) -> bytes:
     keys = sorted(state.chunks)
+    covered = sorted(k for k, c in state.cover.items() if c.any())
     header = {
         "world_id": state.world_id,
         "seed": state.seed,
@@ -176,14 +228,28 @@ def snapshot_bytes(state: WorldState) -> bytes:
         "spawned": state.spawned,
         "next_slot": state.next_slot,
         "players": [[p.player_id, p.slot, p.x, p.y] for p in state.players],
-        "creatures": [[c.kind, c.x, c.y, c.ident] for c in state.creatures],
+        "creatures": [[c.kind, c.x, c.y, c.ident, c.heading] for c in state.creatures],
         "objects": [[o.concept, o.motion, int(o.light), o.x, o.y, o.ident] for o in state.objects],
         "chunks": [list(k) for k in keys],
+        "covered": [list(k) for k in covered],
+        "clocks": [[*k, state.clocks[k]] for k in sorted(state.clocks)],
+        "pending": None
+        if state.pending is None
+        else [
+            state.pending.tick,
+            state.pending.tiles.tolist(),
+            sorted(state.pending.headings.items()),
+        ],
+        "kept_at": state.kept_at,
         "num_tokens": spec.NUM_TOKENS,
         "biomes": len(spec.BIOMES),
     }
     head = json.dumps(header, separators=(",", ":")).encode()
-    tokens = b"".join(np.ascontiguousarray(state.chunks[k], dtype=np.uint8).tobytes() for k in keys)
+    tokens = b"".join(
+        np.ascontiguousarray(layer[k], dtype=np.uint8).tobytes()
+        for layer, ks in ((state.chunks, keys), (state.cover, covered))
+        for k in ks
+    )
     probs = np.asarray(state.biome_probs, dtype="<f4").tobytes()
     emb = np.asarray(state.text_emb, dtype="<f4").tobytes()
     body = struct.pack(">I", len(head)) + head + probs + emb + tokens
@@ -217,15 +283,17 @@ def state_from_bytes(data: bytes) -> WorldState:
         emb = np.frombuffer(body, dtype="<f4", count=TEXT_DIM, offset=off).astype(np.float32)
         off += emb.nbytes
         keys = [tuple(int(v) for v in k) for k in h["chunks"]]
+        covered = [tuple(int(v) for v in k) for k in h.get("covered", ())]  # v3 had none
         size = spec.CHUNK * spec.CHUNK
-        if len(body) != off + size * len(keys):
+        if len(body) != off + size * (len(keys) + len(covered)) or not set(covered) <= set(keys):
             raise SnapshotError("snapshot canvas has the wrong size")
-        chunks = {}
-        for i, k in enumerate(keys):
+        chunks, cover = {}, {}
+        for i, k in enumerate(keys + covered):
             arr = np.frombuffer(body, dtype=np.uint8, count=size, offset=off + i * size)
-            if arr.max(initial=0) >= spec.NUM_TOKENS:
+            limit = spec.NUM_TOKENS if i < len(keys) else len(spec.COVERS)
+            if arr.max(initial=0) >= limit:
                 raise SnapshotError("snapshot canvas holds unknown tokens")
-            chunks[k] = arr.reshape(spec.CHUNK, spec.CHUNK).copy()
+            (chunks if i < len(keys) else cover)[k] = arr.reshape(spec.CHUNK, spec.CHUNK).copy()
         return WorldState(
             world_id=str(h["world_id"]),
             seed=int(h["seed"]),
@@ -239,9 +307,19 @@ def state_from_bytes(data: bytes) -> WorldState:
             chunks=chunks,
             players=[PlayerState(str(p), int(s), int(x), int(y)) for p, s, x, y in h["players"]],
             creatures=[
-                CreatureState(_index(k, spec.CREATURES), int(x), int(y), int(i))
-                for k, x, y, i in h["creatures"]
+                CreatureState(
+                    _index(k, spec.CREATURES),
+                    int(x),
+                    int(y),
+                    int(i),
+                    _index(rest[0], spec.DIRECTIONS) if rest else 0,  # v3 had no headings
+                )
+                for k, x, y, i, *rest in h["creatures"]
             ],
+            cover=cover,
+            clocks={(int(x), int(y)): int(n) for x, y, n in h.get("clocks", ())},
+            pending=_pending(h.get("pending")),
+            kept_at=float(h.get("kept_at", 0.0)),
             objects=[
                 ObjectState(str(n), _index(m, BEHAVIOURS), bool(li), int(x), int(y), int(i))
                 for n, m, li, x, y, i in h.get("objects", ())  # v2 had none
@@ -253,6 +331,21 @@ def state_from_bytes(data: bytes) -> WorldState:
         raise
     except (KeyError, TypeError, ValueError, struct.error, UnicodeDecodeError) as exc:
         raise SnapshotError(f"snapshot is malformed: {exc}") from exc
+
+
+def _pending(value) -> PendingTick | None:
+    if value is None:
+        return None
+    tick, tiles, headings = value
+    arr = np.asarray(tiles, dtype=np.int64).reshape(-1, 4)
+    if arr.size and (
+        arr[:, 2].min() < 0
+        or arr[:, 2].max() >= spec.NUM_TOKENS
+        or arr[:, 3].min() < 0
+        or arr[:, 3].max() >= len(spec.COVERS)
+    ):
+        raise SnapshotError("snapshot's pending tick holds unknown tokens")
+    return PendingTick(int(tick), arr, {int(i): _index(d, spec.DIRECTIONS) for i, d in headings})
 
 
 def _index(value, options) -> int:

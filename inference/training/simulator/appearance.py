@@ -143,11 +143,53 @@ def _thing_texture(thing: str) -> np.ndarray:
     return np.clip(tex, 0, 255) / 255.0
 
 
+def _cover_texture(cover: str) -> np.ndarray:
+    """The tile of a cover lying over a tile (`spec.COVERS`): it hides what lies under it."""
+    rng = np.random.default_rng(4000 + spec.COVERS.index(cover))
+    yy, xx = np.mgrid[0 : spec.TILE, 0 : spec.TILE]
+    r2 = (yy - 3.5) ** 2 + (xx - 3.5) ** 2
+
+    def fill(rgb, noise=8):
+        return np.array(rgb, dtype=np.float64) + rng.normal(0, noise, (spec.TILE, spec.TILE, 3))
+
+    if cover == "fire":  # flames licking up from dark, scorched ground
+        tex = fill((58, 30, 20))
+        tips = np.array([5, 2, 4, 7, 3, 1, 4, 6])  # tongues of flame: each column's tip row
+        tex[yy >= tips[xx]] = (232, 84, 22)
+        tex[(yy >= tips[xx] + 2) & (xx > 0) & (xx < 7)] = (252, 156, 36)
+        tex[(yy >= tips[xx] + 3) & (xx > 1) & (xx < 6)] = (255, 226, 96)  # the hot core
+    elif cover == "ash":  # grey-black ash, a few embers still glowing
+        tex = fill((46, 43, 42), noise=6)
+        tex[(yy + 2 * xx) % 5 == 0] = (68, 64, 62)  # paler drifts
+        for y, x in rng.integers(0, spec.TILE, (3, 2)):
+            tex[y, x] = (236, 96, 32)
+    elif cover == "puddle":  # sky-blue sheen of still water, a darker wet rim
+        tex = fill((120, 178, 226), noise=5)
+        tex[r2 > 9] = (64, 92, 112)
+        tex[(r2 <= 9) & ((yy - xx) % 5 == 0) & (yy < 5)] = (200, 228, 248)  # glints
+    elif cover == "snow":  # settled snow, a faint blue-grey speckle
+        tex = fill((244, 246, 250), noise=3)
+        for y, x in rng.integers(0, spec.TILE, (6, 2)):
+            tex[y, x] = (196, 208, 222)
+    else:  # pragma: no cover - every cover has a branch above
+        raise ValueError(cover)
+    return np.clip(tex, 0, 255) / 255.0
+
+
+# Rows by render token (`spec.render_tokens`): the canvas tokens, UNKNOWN and MASK (never
+# drawn: black), then the covers.
 TEXTURES = np.stack(
     [_tile_texture(b, k) for b in spec.BIOMES for k in range(len(spec.TILE_KINDS))]
     + [_thing_texture(t) for t in spec.THINGS]
-)  # (NUM_TOKENS, 8, 8, 3) float in [0, 1]
-SOLID = np.array([spec.is_solid_token(t) for t in range(spec.NUM_TOKENS)])
+    + [np.zeros((spec.TILE, spec.TILE, 3))] * 2
+    + [_cover_texture(c) for c in spec.COVERS[1:]]
+)  # (RENDER_TOKENS, 8, 8, 3) float in [0, 1]
+assert len(TEXTURES) == spec.RENDER_TOKENS
+# A burning tile blocks movement; ash, puddles and snow are walked on, whatever lies under them.
+SOLID = np.array(
+    [spec.is_solid_token(t) for t in range(spec.NUM_TOKENS + 2)]
+    + [c == "fire" for c in spec.COVERS[1:]]
+)
 
 _SHAPES = {
     "avatar": [

@@ -81,7 +81,7 @@ def terrain_tokens(seed, biome, tx, ty, biome2=-1, mix=0.0) -> np.ndarray:
 class Scene:
     """Everything a frame shows, batched: the decoder's input and the renderer's."""
 
-    tokens: np.ndarray  # (B, W, W) int tile tokens around the camera (W = frame / TILE + 3)
+    tokens: np.ndarray  # (B, W, W) int render tokens around the camera (W = frame / TILE + 3)
     offset: np.ndarray  # (B, 2) int sub-tile pixel offset (x, y) of the frame in the window
     weather: np.ndarray  # (B,) int atmosphere
     minute: np.ndarray  # (B,) int minute of the day
@@ -277,11 +277,13 @@ def random_scenes(
     frame: int = spec.FRAME,
     things: float = 0.15,
     mixed: float = 0.3,
+    covers: float = 0.0,
 ) -> tuple:
     """A batch of random scenes from random worlds: (scene, biome per sample). ``frame`` may
     be smaller than the served 128 (the renderer is the same function at any size: training
     on 64-pixel crops costs a quarter). A share of the tiles are placed things, a share
-    (``mixed``) of the worlds mix two biomes."""
+    (``mixed``) of the worlds mix two biomes, and a share ``covers`` of the tiles lie under a
+    cover (render tokens, `spec.render_tokens`)."""
     seed = rng.integers(*seeds, batch)
     biome, biome2, mix = random_biomes(rng, batch, mixed)
     cam = rng.integers(-3000, 3000, (batch, 2))
@@ -298,6 +300,10 @@ def random_scenes(
         tokens = np.where(
             placed, spec.BIOME_TOKENS + rng.integers(0, len(spec.THINGS), tokens.shape), tokens
         )
+    if covers:  # drawn only when asked: the other callers' random streams stay as they were
+        covered = rng.random(tokens.shape) < covers
+        cover = np.where(covered, rng.integers(1, len(spec.COVERS), tokens.shape), 0)
+        tokens = spec.render_tokens(tokens, cover)
     sprites = np.full((batch, spec.MAX_SPRITES, 3), -1)
     for i in range(batch):
         if rng.random() < sprite_prob:
