@@ -154,7 +154,7 @@ def _cover_texture(cover: str) -> np.ndarray:
 
     if cover == "fire":  # flames licking up from dark, scorched ground
         tex = fill((58, 30, 20))
-        tips = np.array([5, 2, 4, 7, 3, 1, 4, 6])  # tongues of flame: each column's tip row
+        tips = np.array([3, 1, 2, 4, 2, 0, 2, 3])  # tongues of flame: each column's tip row
         tex[yy >= tips[xx]] = (232, 84, 22)
         tex[(yy >= tips[xx] + 2) & (xx > 0) & (xx < 7)] = (252, 156, 36)
         tex[(yy >= tips[xx] + 3) & (xx > 1) & (xx < 6)] = (255, 226, 96)  # the hot core

@@ -27,8 +27,7 @@ def simulator_renderer() -> Renderer:
     """A Renderer whose frozen tables are the simulator's textures, sprites, light and
     atmospheres: it draws exactly what `sim.render` draws."""
     r = Renderer(ModelConfig())
-    tex = np.zeros((spec.NUM_TOKENS + 2, spec.TILE * spec.TILE, 3))
-    tex[: spec.NUM_TOKENS] = sim.TEXTURES.reshape(spec.NUM_TOKENS, -1, 3)
+    tex = sim.TEXTURES.reshape(spec.RENDER_TOKENS, -1, 3)  # UNKNOWN and MASK black
     alpha, atmo = sim.OVERLAYS[..., 3:], sim.ATMOSPHERE_AFFINE[:, None, None]  # (9, 1, 1, 2, 3)
     keep = (1 - alpha) * atmo[..., 0, :]
     add = (1 - alpha) * atmo[..., 1, :] + sim.OVERLAYS[..., :3] * alpha

@@ -1,0 +1,126 @@
+"""The covers (fire, ash, puddle, snow) as the shipped renderer draws them: like the simulator
+draws them, each unlike the others and unlike the tile it covers; frames without a cover as
+they were before the covers; a burning tile lighting the night round it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+
+from inference.training import simulator as sim
+from inference.world import scenes, spec
+from inference.world.engine import DEFAULT_WEIGHTS as WEIGHTS
+from inference.world.model import COVER_LOOKALIKES, WorldModel
+from inference.world.state import WorldState
+
+FIRST_COVER = spec.NUM_TOKENS + 2
+GROUND = spec.token_of(spec.BIOMES.index("meadow"), 0)
+NOON, NIGHT = spec.TIME_MINUTES[1], spec.TIME_MINUTES[3]
+W, T = spec.WINDOW, spec.TILE
+
+
+@pytest.fixture(scope="module")
+def model() -> WorldModel:
+    model = WorldModel.from_file(WEIGHTS)
+    model.renderer.freeze()
+    return model
+
+
+def tensors(scene: sim.Scene) -> tuple:
+    arrays = (scene.tokens, scene.offset, scene.weather, scene.minute, scene.phase, scene.sprites)
+    return tuple(torch.as_tensor(np.asarray(a), dtype=torch.long) for a in arrays)
+
+
+def block_scene(token: int, minute: int) -> sim.Scene:
+    """Meadow grass with a 5x5 block of ``token`` at the centre of the frame, no sprites."""
+    tokens = np.full((1, W, W), GROUND)
+    tokens[0, 7:12, 7:12] = token
+    return sim.Scene(
+        tokens=tokens,
+        offset=np.zeros((1, 2), dtype=np.int64),
+        weather=np.zeros(1, dtype=np.int64),
+        minute=np.array([minute]),
+        phase=np.zeros((1, 2), dtype=np.int64),
+        sprites=np.full((1, spec.MAX_SPRITES, 3), -1),
+    )
+
+
+def block_colour(frames: np.ndarray) -> np.ndarray:
+    """Mean RGB of the block's tiles (window tiles 7..11 are frame pixels 48..88)."""
+    return frames[0, 48:88, 48:88].reshape(-1, 3).astype(np.float64).mean(0)
+
+
+@pytest.mark.parametrize("minute", [NOON, NIGHT])
+def test_each_cover_is_drawn_like_the_teacher_and_unlike_the_tile_it_covers(model, minute):
+    drawn = {}
+    for i, name in enumerate(spec.COVERS[1:]):
+        scene = block_scene(FIRST_COVER + i, minute)
+        drawn[name] = block_colour(model.renderer.frames(*tensors(scene)).numpy())
+        teacher = block_colour(sim.render(scene))
+        assert np.abs(drawn[name] - teacher).max() < 10, (name, drawn[name], teacher)
+    grass = block_colour(model.renderer.frames(*tensors(block_scene(GROUND, minute))).numpy())
+    for name, colour in drawn.items():
+        assert np.linalg.norm(colour - grass) > 40, (name, colour, grass)
+    names = list(drawn)
+    for a in range(len(names)):
+        for b in range(a + 1, len(names)):
+            gap = np.linalg.norm(drawn[names[a]] - drawn[names[b]])
+            assert gap > 25, (names[a], names[b], gap)
+
+
+def test_frames_without_covers_are_as_the_renderer_drew_them_before_the_covers(model, tmp_path):
+    """Weights in the layout before the covers (the renderer's rows of the canvas tokens,
+    UNKNOWN and MASK) draw every frame without a cover bit for bit as the shipped ones."""
+    state = load_file(str(WEIGHTS))
+    state["renderer.tok.weight"] = state["renderer.tok.weight"][:FIRST_COVER].contiguous()
+    old_path = tmp_path / "before_covers.safetensors"
+    with safe_open(str(WEIGHTS), framework="pt") as f:
+        save_file(state, str(old_path), metadata=f.metadata())
+    old = WorldModel.from_file(old_path)
+    old.renderer.freeze()
+    scene, _ = sim.random_scenes(np.random.default_rng(7), 24, frame=spec.FRAME)
+    assert (scene.tokens < FIRST_COVER).all()
+    assert np.array_equal(
+        old.renderer.frames(*tensors(scene)).numpy(), model.renderer.frames(*tensors(scene)).numpy()
+    )
+    # the old layout's cover rows start as their look-alike tokens', which the fit moved
+    rows = old.renderer.tok.weight
+    assert torch.equal(rows[FIRST_COVER:], rows[list(COVER_LOOKALIKES.values())])
+    covered, _ = sim.random_scenes(np.random.default_rng(7), 4, frame=spec.FRAME, covers=0.5)
+    assert not np.array_equal(
+        old.renderer.frames(*tensors(covered)).numpy(),
+        model.renderer.frames(*tensors(covered)).numpy(),
+    )
+
+
+def camera_frames(model, tokens: np.ndarray, minute: int) -> np.ndarray:
+    """Frames of a camera whose decode window is ``tokens`` (frame pixel 0 on a tile edge), as
+    the engine draws them: the scene tuple of `scenes.scene`, lights and all."""
+    world = WorldState("w", 1, "", np.zeros(len(spec.BIOMES), np.float32), 0, minute)
+    left = top = 0
+    in_view = scenes.things_in_view(world, left, top, {}, tokens)
+    sprites = np.full((spec.MAX_SPRITES, 3), -1, dtype=np.int64)
+    one = (tokens, (0, 0), 0, minute, (0, 0), sprites, in_view)
+    return scenes.render(model, [one], torch.zeros(0, 16, 16, 4))[0]
+
+
+def test_a_burning_tile_lights_the_night_round_it_and_nothing_by_day(model):
+    grass = np.full((W, W), GROUND)
+    burning = grass.copy()
+    burning[9, 9] = scenes.FIRE_TOKEN  # frame pixels 64..72 both ways, its centre (68, 68)
+    world = WorldState("w", 1, "", np.zeros(len(spec.BIOMES), np.float32), 0, NIGHT)
+    assert scenes.things_in_view(world, 0, 0, {}, grass) is None  # the frame path as before
+    assert (scenes.things_in_view(world, 0, 0, {}, burning)[1][0] == (68, 68)).all()
+    around = np.zeros((spec.FRAME, spec.FRAME), dtype=bool)
+    around[48:88, 48:88] = True
+    around[64:72, 64:72] = False  # the burning tile itself
+    lit = camera_frames(model, burning, NIGHT)[around].astype(np.float64).mean()
+    dark = camera_frames(model, grass, NIGHT)[around].astype(np.float64).mean()
+    assert lit > dark + 15, (lit, dark)
+    far = camera_frames(model, burning, NIGHT)[:8, :8].astype(np.float64).mean()
+    assert far < dark + 3  # a pool of light, not a brighter night
+    day_lit, day = camera_frames(model, burning, NOON), camera_frames(model, grass, NOON)
+    assert np.array_equal(day_lit[around], day[around])
