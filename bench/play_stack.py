@@ -152,8 +152,9 @@ class Stack:
         return sum(cpu(p.pid) for p in self.workers), cpu(self.daphne.pid)
 
     def terrain_stats(self) -> dict:
-        """The workers' terrain and dynamics counters, summed over their latest stats lines (logged every
-        few seconds while they serve, so a window's figures are within that of exact)."""
+        """The workers' terrain and dynamics counters, summed over their latest stats lines
+        (logged every few seconds while they serve, so a window's figures are within that of
+        exact)."""
         total = {"held": 0, "moved": 0, "late": 0, "ticks": 0, "tick_s": 0.0}
         for name in self.names:
             lines = (self.logdir / f"{name}.log").read_text(errors="replace").splitlines()

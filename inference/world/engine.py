@@ -229,7 +229,6 @@ class WorldEngine(TerrainGrowth, Evolution):
     def apply_event(self, world_id: str, text: str, near: str | None = None) -> None:
         """Change a running world from text, around player ``near`` (default: the first);
         raises UnsupportedEvent if nothing is recognised."""
-        world = self._world(world_id)
         choice = self.read_event(text)
         change = jn.Change(
             *(choice[k] for k in ("weather", "time", "creature", "thing")),
@@ -237,6 +236,11 @@ class WorldEngine(TerrainGrowth, Evolution):
             near or "",
             choice.get("process", -1),
         )
+        self.apply_change(world_id, change)
+
+    def apply_change(self, world_id: str, change: jn.Change) -> None:
+        """Change a running world as an event text was read (journaled)."""
+        world = self._world(world_id)
         with self._canvas:
             self._change(world, change)
             self._log(world, change)

@@ -332,12 +332,10 @@ class Evolution:
         """A Live world back after standing empty since it was kept: its clock moves on by
         the time that passed (its chunks lag, and catch up as players come near)."""
         world = self.worlds[world_id]
-        if world.kept_at <= 0 or now <= world.kept_at:
-            return
-        frames = int((now - world.kept_at) * spec.WORLD_FPS)
+        frames = int(max(0.0, now - world.kept_at) * spec.WORLD_FPS) if world.kept_at > 0 else 0
+        world.kept_at = 0.0
         frames -= frames % (spec.TICK_FRAMES * spec.FRAMES_PER_MINUTE)  # ticks and minutes in step
         with self._canvas:
             self._settle(world)
             world.t += frames
             world.minute = (world.minute + frames // spec.FRAMES_PER_MINUTE) % spec.DAY_MINUTES
-            world.kept_at = 0.0

@@ -37,7 +37,7 @@ def strip(
     frames, t = [], 0
     for second, changes, caption in plan:
         for change in changes:
-            engine._change(world, change)
+            engine.apply_change(wid, change)
         while t < int(second * spec.WORLD_FPS):
             n = min(16, int(second * spec.WORLD_FPS) - t)
             out = engine.step({pid: frozenset()}, {pid: n})
