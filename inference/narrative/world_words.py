@@ -14,12 +14,15 @@ from __future__ import annotations
 from inference.world import spec
 
 Event = tuple[str, str]
-# (kind, value) -> event text, the only text sent to the engine. kind is "weather", "time",
-# "creature" or "thing"; the first three name a key of WorldEngine.describe, a thing is added to
-# its "things".
+# The kinds of event a world's description tells: the first three name a key of
+# WorldEngine.describe, a thing is added to its "things". A process (a fire) runs over the
+# tiles afterwards and no description tells it, so a story is never grounded to one.
+TOLD_KINDS = ("weather", "time", "creature", "thing")
+# (kind, value) -> event text, the only text sent to the engine.
 EVENTS: dict[Event, str] = {
     (kind, value): text
     for kind, phrases in spec.EVENT_PHRASES.items()
+    if kind in TOLD_KINDS
     for value, text in phrases.items()
 }
 # How a story tells that an event happened, where its event text is an order ("build a

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from inference.world import spec, vocabulary
+from inference.world import processes, spec, vocabulary
 from inference.world import text as text_encoder
 from inference.world.model import WorldModel
 from inference.world.phrases import (
@@ -155,11 +155,11 @@ def text_heads(
     return {k: torch.nan_to_num(v[0].float()).cpu() for k, v in out.items()}
 
 
-def new_things(reader: Reader, text: str) -> list[Match]:
+def new_things(reader: Reader, text: str, also: tuple[str, ...] = ()) -> list[Match]:
     """The open-vocabulary things a text names, read beside the model's own creatures and
-    things: words that name one of those are the model's ("a fox appears" is the fox it
-    has, not a second one) and place nothing new."""
-    return reader.things(text, known=spec.DRAWN_NAMES)
+    things (and `also`: the processes it starts): words that name one of those are the
+    model's ("a fox appears" is the fox it has, not a second one) and place nothing new."""
+    return reader.things(text, known=(*spec.DRAWN_NAMES, *also))
 
 
 def read_prompt(
@@ -193,10 +193,13 @@ def read_prompt(
 def read_event(
     text: str, *, model: WorldModel, reader: Reader, device: torch.device | str = "cpu"
 ) -> dict:
-    """What an event text asks for: weather, time, creature and thing, each an index or -1
-    (no change), and ``objects``: the open-vocabulary things it names (`Match`es);
-    UnsupportedEvent when it is nothing the model can do."""
-    heads = text_heads(model, check_text(text), model.event_heads, device=device)
+    """What an event text asks for: weather, time, creature, thing and process (an index
+    into spec.PROCESSES: "a fire starts in the forest"), each an index or -1 (no change), and
+    ``objects``: the open-vocabulary things it names (`Match`es); UnsupportedEvent when it is
+    nothing the model can do."""
+    folded = check_text(text)
+    emb = text_encoder.embed([folded])[0]  # one embedding for the event heads and the process head
+    heads = text_heads(model, folded, model.event_heads, emb, device=device)
     choice = {k: int(v.argmax()) - 1 for k, v in heads.items()}  # -1: no such event
     # atmospheres and times weighed with the phrases that name one, as a prompt's are: "a
     # snowstorm hits" is near the name "in a snowstorm" where the head alone read thunder
@@ -214,7 +217,16 @@ def read_event(
     choice["thing"] = named_choice(choice["thing"], phrases.thing, THING_SUPPORT_MIN)
     if phrases.lacks is not None and choice["creature"] < 0:
         _drop_the_setting(choice, phrases, text)
-    choice["objects"] = new_things(reader, text)
+    choice["process"] = processes.read(folded, emb)
+    # a process read is the model's own, by its name and its plain phrasing: "a fire starts in
+    # the forest" read as a whole was a fire engine of the open vocabulary
+    name = spec.PROCESSES[choice["process"]] if choice["process"] >= 0 else None
+    started = (name, spec.EVENT_PHRASES["process"][name]) if name else ()
+    if started:
+        # the things a fire text names are what burns ("the trees catch fire"), and its fire
+        # words read as a campfire to the event head, which never met a fire that spreads
+        choice["thing"] = -1
+    choice["objects"] = new_things(reader, text, also=started)
     if all(v < 0 for k, v in choice.items() if k != "objects") and not choice["objects"]:
         reason = "no world event recognised in the text"
         if lacking := _lacking(phrases):  # say what it lacks where the text plainly names it

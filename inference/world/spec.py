@@ -386,6 +386,8 @@ EVENT_PHRASES = {
         "well": "a well appears",
         "fence": "build a fence",
     },
+    # a process the world then runs by itself (the learned dynamics spread and put out a fire)
+    "process": {"fire": "a fire starts"},
 }
 
 

@@ -102,6 +102,7 @@ def test_events_are_the_canonical_phrases_of_every_v2_event():
         (kind, value): text
         for kind, phrases in spec.EVENT_PHRASES.items()
         for value, text in phrases.items()
+        if kind != "process"  # a fire spreads over tiles: no description tells it
     }
     kinds = {kind for kind, _ in EVENTS}
     assert kinds == {"weather", "time", "creature", "thing"}
