@@ -53,6 +53,7 @@ class Region:
     cover: np.ndarray  # (H, W) uint8
     chunks: list[tuple[int, int]]  # the evolving chunks inside it (MARGIN tiles in)
     lag: list[int]  # ticks each of them catches up in this tick
+    clocks: list[int]  # the tick each of them had reached: its catch-up ticks follow on
 
 
 @dataclass
@@ -105,12 +106,13 @@ def make_job(world: WorldState, tick: int) -> TickJob:
     thread, under the canvas lock)."""
     c, regions = spec.CHUNK, []
     for group in _groups(active_chunks(world)):
-        lag = []
+        lag, clocks = [], []
         for k in group:
             clock = max(world.clocks.get(k, tick - 1), tick - 1 - CATCH_UP_MAX)
             owed = min(tick - 1 - clock, CATCH_UP)
             world.clocks[k] = clock + owed + 1
             lag.append(owed)
+            clocks.append(clock)
         xs, ys = [k[0] for k in group], [k[1] for k in group]
         tx0, ty0 = min(xs) * c - MARGIN, min(ys) * c - MARGIN
         w, h = (max(xs) - min(xs) + 1) * c + 2 * MARGIN, (max(ys) - min(ys) + 1) * c + 2 * MARGIN
@@ -122,6 +124,7 @@ def make_job(world: WorldState, tick: int) -> TickJob:
                 world.cover_region(tx0, ty0, w, h),
                 group,
                 lag,
+                clocks,
             )
         )
     creatures, idents = _creature_batch(world, tick)
@@ -164,44 +167,46 @@ def _creature_batch(world: WorldState, tick: int) -> tuple[CreatureBatch | None,
 def run_jobs(dynamics: Dynamics, jobs: list[TickJob]) -> list[PendingTick]:
     """Make the ticks of many worlds (any thread: it reads only the jobs). Each pass is one
     batched call over every chunk that takes part in it: a lagging chunk its catch-up ticks
-    first, then every chunk the tick itself."""
+    first, then every chunk the tick itself. A chunk's ticks are numbered on from its own
+    clock, so no two of its ticks draw with the same uniforms."""
     c = spec.CHUNK
     originals = [[(r.tokens.copy(), r.cover.copy()) for r in job.regions] for job in jobs]
     passes = 1 + max((max(r.lag, default=0) for j in jobs for r in j.regions), default=0)
     for p in range(passes):
         behind = passes - 1 - p  # ticks before the job's own that this pass makes
-        parts = []  # (job, region, chunk index)
+        parts = []  # (job, region, chunk index, its tick)
         for job in jobs:
             for region in job.regions:
                 for i, lag in enumerate(region.lag):
                     if lag >= behind:
-                        parts.append((job, region, i))
+                        parts.append((job, region, i, region.clocks[i] + 1 + lag - behind))
         if not parts:
             continue
         size = c + 2 * MARGIN
         tokens = np.empty((len(parts), size, size), np.int64)
         cover = np.empty((len(parts), size, size), np.uint8)
         origin = np.empty((len(parts), 2), np.int64)
-        for n, (_, region, i) in enumerate(parts):
+        for n, (_, region, i, _) in enumerate(parts):
             ox, oy = _chunk_at(region, i)
             tokens[n] = region.tokens[oy : oy + size, ox : ox + size]
             cover[n] = region.cover[oy : oy + size, ox : ox + size]
             origin[n] = (region.tx0 + ox + MARGIN, region.ty0 + oy + MARGIN)
-        minute = [
-            int(job.minute - behind * _TICK_MINUTES) % spec.DAY_MINUTES for job, _, _ in parts
+        minute = [  # the time of day of a catch-up tick: as long before now as it lags
+            int(job.minute - (job.tick - tick) * _TICK_MINUTES) % spec.DAY_MINUTES
+            for job, _, _, tick in parts
         ]
         new_tokens, new_cover = dynamics.tiles(
             TileBatch(
                 tokens=tokens,
                 cover=cover,
-                weather=np.array([job.weather for job, _, _ in parts], np.int64),
+                weather=np.array([part[0].weather for part in parts], np.int64),
                 minute=np.array(minute, np.int64),
-                seed=np.array([job.seed for job, _, _ in parts], np.int64),
-                tick=np.array([job.tick - behind for job, _, _ in parts], np.int64),
+                seed=np.array([part[0].seed for part in parts], np.int64),
+                tick=np.array([part[3] for part in parts], np.int64),
                 origin=origin,
             )
         )
-        for n, (_, region, i) in enumerate(parts):  # after the pass: every chunk read before
+        for n, (_, region, i, _) in enumerate(parts):  # after the pass: every chunk read before
             ox, oy = _chunk_at(region, i)
             inner = (slice(oy + MARGIN, oy + MARGIN + c), slice(ox + MARGIN, ox + MARGIN + c))
             region.tokens[inner] = new_tokens[n]
@@ -257,6 +262,7 @@ class Evolution:
     dynamics: Dynamics
     worlds: dict[str, WorldState]
     _canvas: threading.RLock
+    _frames: dict[str, int]
 
     def _init_evolution(self, dynamics: Dynamics) -> None:
         self.dynamics = dynamics
@@ -339,3 +345,5 @@ class Evolution:
             self._settle(world)
             world.t += frames
             world.minute = (world.minute + frames // spec.FRAMES_PER_MINUTE) % spec.DAY_MINUTES
+            for p in world.players:  # their cameras start at the present, as a newcomer's
+                self._frames[p.player_id] = world.t

@@ -112,9 +112,13 @@ def _play(engine, wid, pid, start: int, end: int) -> None:
         if second == 3:
             engine.apply_change(world.world_id, FIRE_START)
         if second == 60:
-            engine.apply_change(world.world_id, jn.Change(spec.WEATHERS.index("rain"), -1, -1, -1, (), ""))
+            engine.apply_change(
+                world.world_id, jn.Change(spec.WEATHERS.index("rain"), -1, -1, -1, (), "")
+            )
         if second == 150:
-            engine.apply_change(world.world_id, jn.Change(spec.WEATHERS.index("snow"), -1, -1, -1, (), ""))
+            engine.apply_change(
+                world.world_id, jn.Change(spec.WEATHERS.index("snow"), -1, -1, -1, (), "")
+            )
         keys = moves[(second // 7) % len(moves)]
         engine.step({pid: keys}, {pid: 12})
         engine.step({pid: keys}, {pid: 12})
