@@ -184,7 +184,7 @@ def test_a_world_made_before_the_open_vocabulary_still_loads(engine, clear_world
     assert world.objects == [] and world.chunks.keys() == canvas.keys()
     assert all(np.array_equal(world.chunks[k], canvas[k]) for k in canvas)
     assert _frame(engine, pid).shape == (spec.FRAME, spec.FRAME, 3)
-    assert engine.snapshot(wid)[4:6] == (3).to_bytes(2, "big")  # saved again as version 3
+    assert engine.snapshot(wid)[4:6] == (4).to_bytes(2, "big")  # saved again as version 4
 
 
 def test_a_snapshot_of_a_thing_this_vocabulary_lacks_says_so(engine, clear_world):
