@@ -35,6 +35,7 @@ from inference.world.dynamics import (
     Dynamics,
     TileBatch,
 )
+from inference.world.objects import is_water_token
 from inference.world.state import PendingTick, WorldState
 
 ACTIVE = 2  # chunks round a player's chunk that evolve: the view and a chunk beyond it
@@ -329,9 +330,11 @@ class Evolution:
         self._making.pop(world_id, None)
 
     def ignite(self, world: WorldState, tiles: list[tuple[int, int]]) -> None:
-        """A fire starts on these tiles (an event): the dynamics carry it on."""
+        """A fire starts on these tiles (an event), never on water: the dynamics carry it on
+        (and put it out where nothing burns)."""
         for tx, ty in tiles:
-            if world.token_at(tx, ty) < spec.NUM_TOKENS:
+            token = world.token_at(tx, ty)
+            if token < spec.NUM_TOKENS and not is_water_token(token):
                 world.set_cover(tx, ty, FIRE)
 
     def catch_up_kept(self, world_id: str, now: float) -> None:
