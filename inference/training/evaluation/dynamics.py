@@ -156,19 +156,23 @@ def _agree(a: Canvas, b: Canvas) -> np.ndarray:
 def tile_accuracy(model, runs: int, seeds, rng) -> dict:
     out = {}
     for name, make in tqdm(SCENARIOS.items(), desc="tiles", leave=False):
-        rows: dict[str, list] = {}
+        rows: dict[str, list[int]] = {}
         for _ in range(runs):
             start, touch = make(rng, seeds)
             teacher, learned = copy.deepcopy(start), copy.deepcopy(start)
             for tick in range(1, LONG + 1):
                 teacher.step(Teacher())
                 learned.step(model)
-                if tick in (SHORT, LONG):
+                if tick in (SHORT, LONG):  # tiles pooled over the runs (one may touch none)
                     same, still = _agree(teacher, learned), _agree(teacher, start)
-                    rows.setdefault(f"touched_{tick}", []).append(same[touch].mean())
-                    rows.setdefault(f"all_{tick}", []).append(same.mean())
-                    rows.setdefault(f"static_{tick}", []).append(still[touch].mean())
-        out[name] = {k: round(100 * float(np.mean(v)), 2) for k, v in rows.items()}
+                    for key, hits in (
+                        ("touched", same[touch]),
+                        ("all", same),
+                        ("static", still[touch]),
+                    ):
+                        agree, total = rows.setdefault(f"{key}_{tick}", [0, 0])
+                        rows[f"{key}_{tick}"] = [agree + int(hits.sum()), total + hits.size]
+        out[name] = {k: round(100 * a / max(n, 1), 2) for k, (a, n) in rows.items()}
     return out
 
 
