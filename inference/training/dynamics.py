@@ -54,7 +54,7 @@ class DynamicsTrainConfig:
     rate_weight: float = 0.1  # the squared log ratio on the classes the teacher draws
     never_weight: float = 1.0  # the hinge on the classes it never draws
     never_margin: float = 10.0  # ... which holds them under P_FLOOR / never_margin
-    threads: int = 1  # 2 oversubscribes a shared 2-core machine (10x slower there)
+    threads: int = 1  # 2 oversubscribe a shared 2-core machine (10x slower there)
     seed: int = 0
     eval_every: int = 1000
     max_minutes: float = 30.0  # stop early (and save) when the wall clock runs out
