@@ -319,8 +319,11 @@ class Evolution:
             self._making[job.world_id] = (future, i)
 
     def _make(self, jobs: list[TickJob]) -> list[PendingTick]:
+        # World by world: float results may differ in the last bit with a batch's make-up, and a
+        # world's must not depend on which other worlds ticked with it (a recording replays it
+        # alone). Its own chunks are batched, the same in a replay.
         start = time.perf_counter()
-        out = run_jobs(self.dynamics, jobs)
+        out = [run_jobs(self.dynamics, [job])[0] for job in jobs]
         self.tick_seconds += time.perf_counter() - start
         self.ticks_made += len(jobs)
         return out
