@@ -124,6 +124,7 @@ def _play(engine, wid, pid, start: int, end: int) -> None:
         engine.step({pid: keys}, {pid: 12})
 
 
+@pytest.mark.timeout(600)  # ten minutes of play and five again, ticks and frames
 def test_five_minutes_replayed_with_the_same_inputs_give_the_same_state(engine):
     """The same inputs give the same world byte for byte, with the ticks made at the end of
     each step or on the dynamics thread; and a world restored from a snapshot taken half way
