@@ -4,6 +4,8 @@ they were before the covers; a burning tile lighting the night round it."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,8 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from inference.training import simulator as sim
+from inference.training.config import TrainConfig
+from inference.training.finetune import fit_covers
 from inference.world import scenes, spec
 from inference.world.engine import DEFAULT_WEIGHTS as WEIGHTS
 from inference.world.model import COVER_LOOKALIKES, WorldModel
@@ -73,9 +77,11 @@ def test_each_cover_is_drawn_like_the_teacher_and_unlike_the_tile_it_covers(mode
 
 def test_frames_without_covers_are_as_the_renderer_drew_them_before_the_covers(model, tmp_path):
     """Weights in the layout before the covers (the renderer's rows of the canvas tokens,
-    UNKNOWN and MASK) draw every frame without a cover bit for bit as the shipped ones."""
+    UNKNOWN and MASK, no cover detail patches) draw every frame without a cover bit for bit
+    as the shipped ones."""
     state = load_file(str(WEIGHTS))
     state["renderer.tok.weight"] = state["renderer.tok.weight"][:FIRST_COVER].contiguous()
+    assert state.pop("renderer.cover_detail").abs().sum() > 0  # the fit drew the detail
     old_path = tmp_path / "before_covers.safetensors"
     with safe_open(str(WEIGHTS), framework="pt") as f:
         save_file(state, str(old_path), metadata=f.metadata())
@@ -89,11 +95,27 @@ def test_frames_without_covers_are_as_the_renderer_drew_them_before_the_covers(m
     # the old layout's cover rows start as their look-alike tokens', which the fit moved
     rows = old.renderer.tok.weight
     assert torch.equal(rows[FIRST_COVER:], rows[list(COVER_LOOKALIKES.values())])
+    assert not old.renderer.cover_detail.any()  # and they draw no detail of their own
     covered, _ = sim.random_scenes(np.random.default_rng(7), 4, frame=spec.FRAME, covers=0.5)
     assert not np.array_equal(
         old.renderer.frames(*tensors(covered)).numpy(),
         model.renderer.frames(*tensors(covered)).numpy(),
     )
+
+
+def test_the_cover_fit_moves_the_cover_rows_and_detail_patches_alone(tmp_path):
+    """`train --fit-covers`: the covers' rows of the token table and their detail patches
+    learn; every other weight, and the other rows, stay as they were (the fit checks the
+    frames without a cover itself)."""
+    for name in ("world_model.safetensors", "config.json"):
+        shutil.copy(WEIGHTS.parent / name, tmp_path / name)
+    before = load_file(str(tmp_path / "world_model.safetensors"))
+    fit_covers(TrainConfig(out=str(tmp_path), batch_render=4), steps=2)
+    after = load_file(str(tmp_path / "world_model.safetensors"))
+    changed = {k for k, v in after.items() if not torch.equal(v, before[k])}
+    assert changed == {"renderer.tok.weight", "renderer.cover_detail"}
+    tok = "renderer.tok.weight"
+    assert torch.equal(after[tok][:FIRST_COVER], before[tok][:FIRST_COVER])
 
 
 def camera_frames(model, tokens: np.ndarray, minute: int) -> np.ndarray:

@@ -191,11 +191,11 @@ def uncovered_scenes() -> sim.Scene:
 
 
 def fit_covers(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
-    """Renderer steps on the covers' token rows alone (fire, ash, puddle, snow), on the
-    exported weights, on random scenes with covers sprinkled over their tiles under every
-    light and atmosphere. Nothing else moves (the tile MLP, light and atmospheres are shared
-    by every token), so frames without a cover stay bit-identical: checked, and the run fails
-    otherwise. -> the covers' PSNR before and after."""
+    """Renderer steps on the covers' token rows and their detail patches alone (fire, ash,
+    puddle, snow), on the exported weights, on random scenes with covers sprinkled over their
+    tiles under every light and atmosphere. Nothing else moves (the tile MLP, light and
+    atmospheres are shared by every token), so frames without a cover stay bit-identical:
+    checked, and the run fails otherwise. -> the covers' PSNR before and after."""
     torch.set_num_threads(cfg.threads)
     path = Path(cfg.out) / "world_model.safetensors"
     model = WorldModel.from_file(path)
@@ -207,17 +207,24 @@ def fit_covers(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
     for p in model.parameters():
         p.requires_grad_(False)
     r.tok.weight.requires_grad_(True)
+    r.cover_detail.requires_grad_(True)
     # only the cover rows learn: the others get no gradient, so Adam (no weight decay) leaves
     # them exactly as they were
     rows = torch.zeros(spec.RENDER_TOKENS, 1)
     rows[FIRST_COVER:] = 1.0
     r.tok.weight.register_hook(lambda grad: grad * rows)
-    opt = torch.optim.AdamW([r.tok.weight], lr=0.02, weight_decay=0.0)
+    # the detail patches draw what the shared MLP cannot (fire's flame tongues)
+    opt = torch.optim.AdamW(
+        [{"params": [r.tok.weight], "lr": 0.02}, {"params": [r.cover_detail], "lr": 0.01}],
+        weight_decay=0.0,
+    )
+    base_lr = [g["lr"] for g in opt.param_groups]
     rng = np.random.default_rng(cfg.seed + 48)
     model.train()
     bar = tqdm(range(steps), desc="fit covers")
     for step in bar:
-        opt.param_groups[0]["lr"] = 0.02 * cosine(step, steps)
+        for group, lr in zip(opt.param_groups, base_lr, strict=True):
+            group["lr"] = lr * cosine(step, steps)
         scene, _ = sim.random_scenes(
             rng, cfg.batch_render, sprite_prob=0.3, frame=cfg.render_frame, covers=0.4
         )
@@ -229,6 +236,7 @@ def fit_covers(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
         bar.set_postfix(render=f"{loss.item():.4f}")
     model.eval()
     r.tok.weight.requires_grad_(False)
+    r.cover_detail.requires_grad_(False)
     if not torch.equal(r.tok.weight[:FIRST_COVER], old_rows):
         raise RuntimeError("the fit moved a renderer row other than the covers'")
     if not np.array_equal(drawn_frames(model, kept), kept_frames):

@@ -202,6 +202,9 @@ class Renderer(nn.Module):
         d, t = cfg.dec_dim, spec.TILE
         self.tok = nn.Embedding(spec.RENDER_TOKENS, d)  # canvas tokens, UNKNOWN, MASK, covers
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, t * t * 3))
+        # each cover's own 8x8 detail, added to its row's patch: the shared MLP alone draws
+        # blurry covers (fire's flame tongues above all); zeros in weights made without it
+        self.cover_detail = nn.Parameter(torch.zeros(len(spec.COVERS) - 1, t * t, 3))
         self.sprites = nn.Parameter(torch.zeros(spec.SPRITE_KINDS, spec.SPRITE, spec.SPRITE, 4))
         self.atmosphere = nn.Embedding(len(spec.WEATHERS), 6)  # per-channel scale and shift
         self.light = nn.Parameter(torch.zeros(LIGHT_STEPS, 6))
@@ -223,6 +226,8 @@ class Renderer(nn.Module):
             return self._frozen
         t = spec.TILE
         tex = self.mlp(self.tok.weight).view(-1, t * t, 3)  # (RENDER_TOKENS, 64, 3)
+        covers = len(spec.COVERS) - 1  # the last rows; the others' patches as the MLP draws them
+        tex = torch.cat([tex[:-covers], tex[-covers:] + self.cover_detail])
         soft = torch.sigmoid(self.sprites[..., 3:])
         alpha = (soft > 0.5).float()  # hard edges; straight-through gradients when training
         if torch.is_grad_enabled():
@@ -550,6 +555,8 @@ class WorldModel(nn.Module):
         model = cls(ModelConfig(**json.loads(meta["config"])))
         state = load_file(str(path))
         state["renderer.tok.weight"] = with_cover_rows(state["renderer.tok.weight"])
+        # weights made before the covers' detail patches draw the covers by the MLP alone
+        state.setdefault("renderer.cover_detail", torch.zeros_like(model.renderer.cover_detail))
         model.load_state_dict(state)
         return model.eval()
 
