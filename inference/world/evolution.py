@@ -38,7 +38,7 @@ from inference.world.dynamics import (
 from inference.world.objects import is_water_token
 from inference.world.state import PendingTick, WorldState
 
-ACTIVE = 2  # chunks round a player's chunk that evolve: the view and a chunk beyond it
+ACTIVE = 1  # chunks round a player's chunk that evolve: all its view can show
 CATCH_UP = 8  # ticks of its own a lagging chunk makes per tick of the world
 CATCH_UP_MAX = 480  # ticks a chunk catches up at most (2 minutes of play)
 _TICK_MINUTES = spec.TICK_FRAMES / spec.FRAMES_PER_MINUTE
