@@ -81,8 +81,14 @@ def tile_uniforms(seed, tick, tx, ty, stream: int) -> np.ndarray:
     return unit(hash_grid(seed, _TILE_SALT, stream, tick, tx, ty))
 
 
+# A creature draws its heading with the same uniform for this many ticks (1 s): while what it
+# sees stays much the same its heading does too, so it walks instead of jittering; what it sees
+# changing (a fire, a player coming close) still turns it at once.
+HEADING_TICKS = 4
+
+
 def creature_uniforms(seed, tick, ident) -> np.ndarray:
-    return unit(hash_grid(seed, _CREATURE_SALT, tick, ident))
+    return unit(hash_grid(seed, _CREATURE_SALT, np.asarray(tick) // HEADING_TICKS, ident))
 
 
 def draw(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
