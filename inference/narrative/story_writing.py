@@ -110,7 +110,12 @@ def world_line(world: dict) -> str:
     weather = world_words.WEATHER_WORDS.get(world.get("weather", ""), "clear sky")
     creatures = [with_article(c) for c in sorted(set(world.get("creatures") or []))]
     things = [world_words.THING_WORDS.get(t, t) for t in sorted(set(world.get("things") or []))]
-    nearby = ", ".join(creatures + things) or "nothing"
+    ground = [
+        world_words.COVER_WORDS[c]
+        for c in world.get("covers") or []
+        if c in world_words.COVER_WORDS
+    ]
+    nearby = ", ".join(creatures + things + ground) or "nothing"
     return f"{place}, {weather}, {world_words.time_of(world)}. Nearby: {nearby}."
 
 

@@ -111,6 +111,16 @@ THING_WORDS = {
 }
 
 
+# What lies on the ground round the players as the world evolves (`WorldEngine.describe`'s
+# "covers"), as a story says it.
+COVER_WORDS = {
+    "fire": "a fire burning",
+    "ash": "burnt ground",
+    "puddle": "puddles",
+    "snow": "settled snow",
+}
+
+
 def describe_place(world: dict) -> str:
     return PLACES.get(world.get("biome", ""), "land")
 

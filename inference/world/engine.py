@@ -27,7 +27,7 @@ from inference.world import spec
 from inference.world import text as text_encoder
 from inference.world.concepts import BEHAVIOURS, Concept
 from inference.world.dynamics import ASH, FIRE, Dynamics
-from inference.world.evolution import Evolution
+from inference.world.evolution import Evolution, covers_near_players
 from inference.world.model import ModelConfig, WorldModel
 from inference.world.objects import (
     MAX_OBJECTS,
@@ -615,6 +615,7 @@ class WorldEngine(TerrainGrowth, Evolution):
             "clock": spec.clock_text(world.minute),
             "creatures": [spec.CREATURES[c.kind] for c in world.creatures],
             "things": [spec.THINGS[k] for k in world.things] + [o.concept for o in world.objects],
+            "covers": covers_near_players(world),
         }
 
     def _world(self, world_id: str) -> WorldState:

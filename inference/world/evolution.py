@@ -83,6 +83,14 @@ def active_chunks(world: WorldState) -> list[tuple[int, int]]:
     return sorted((k for k in near if k in world.chunks), key=lambda k: (k[1], k[0]))
 
 
+def covers_near_players(world: WorldState) -> list[str]:
+    """The covers lying round the players now (what a story may mention: a fire burning)."""
+    seen = {
+        int(c) for k in active_chunks(world) if k in world.cover for c in np.unique(world.cover[k])
+    }
+    return [spec.COVERS[c] for c in sorted(seen - {0})]
+
+
 def _groups(chunks: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
     """Chunks split where they do not touch (players far apart evolve apart: a dense copy
     spans only one group)."""

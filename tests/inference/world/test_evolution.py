@@ -6,6 +6,7 @@ the same world byte for byte."""
 import numpy as np
 import pytest
 
+from inference.narrative import story_writing
 from inference.world import journal as jn
 from inference.world import spec
 from inference.world.dynamics import FIRE
@@ -222,3 +223,13 @@ def test_a_change_starting_a_fire_round_trips_through_the_journal():
     assert jn.from_json(jn.to_json(FIRE_START)) == FIRE_START
     old = ["change", 1, -1, -1, 2, ["apple"], "p"]  # recorded before processes
     assert jn.from_json(old) == jn.Change(1, -1, -1, 2, ("apple",), "p", -1)
+
+
+def test_stories_know_what_lies_on_the_ground(engine, forest):
+    wid, pid = forest
+    assert engine.describe(wid)["covers"] == []
+    engine.apply_change(wid, FIRE_START)
+    run(engine, wid, pid, 24 * 4)
+    world = engine.describe(wid)
+    assert "fire" in world["covers"]
+    assert "a fire burning" in story_writing.world_line(world)
