@@ -149,13 +149,12 @@ def fit_sprites(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
     return {"before": before, "after": after}
 
 
-FIRST_COVER = spec.NUM_TOKENS + 2  # the render token of the first cover (`spec.render_tokens`)
-
-
 def cover_pixels(scene: sim.Scene) -> np.ndarray:
     """(B, F, F) int: the cover each frame pixel's tile lies under (0: none)."""
     b, t, f = len(scene.weather), spec.TILE, scene.frame
-    cover = np.where(scene.tokens >= FIRST_COVER, scene.tokens - FIRST_COVER + 1, 0)
+    cover = np.where(
+        scene.tokens >= spec.FIRST_COVER_TOKEN, scene.tokens - spec.FIRST_COVER_TOKEN + 1, 0
+    )
     big = cover.repeat(t, 1).repeat(t, 2)  # (B, 8W, 8W)
     ys = t + scene.offset[:, 1, None] + np.arange(f)  # (B, F): as `sim.render` crops
     xs = t + scene.offset[:, 0, None] + np.arange(f)
@@ -203,7 +202,7 @@ def fit_covers(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
     before = cover_psnr(model)
     kept = uncovered_scenes()
     kept_frames = drawn_frames(model, kept)
-    old_rows = r.tok.weight[:FIRST_COVER].detach().clone()
+    old_rows = r.tok.weight[: spec.FIRST_COVER_TOKEN].detach().clone()
     for p in model.parameters():
         p.requires_grad_(False)
     r.tok.weight.requires_grad_(True)
@@ -211,7 +210,7 @@ def fit_covers(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
     # only the cover rows learn: the others get no gradient, so Adam (no weight decay) leaves
     # them exactly as they were
     rows = torch.zeros(spec.RENDER_TOKENS, 1)
-    rows[FIRST_COVER:] = 1.0
+    rows[spec.FIRST_COVER_TOKEN :] = 1.0
     r.tok.weight.register_hook(lambda grad: grad * rows)
     # the detail patches draw what the shared MLP cannot (fire's flame tongues)
     opt = torch.optim.AdamW(
@@ -237,7 +236,7 @@ def fit_covers(cfg: TrainConfig, steps: int) -> dict[str, dict[str, float]]:
     model.eval()
     r.tok.weight.requires_grad_(False)
     r.cover_detail.requires_grad_(False)
-    if not torch.equal(r.tok.weight[:FIRST_COVER], old_rows):
+    if not torch.equal(r.tok.weight[: spec.FIRST_COVER_TOKEN], old_rows):
         raise RuntimeError("the fit moved a renderer row other than the covers'")
     if not np.array_equal(drawn_frames(model, kept), kept_frames):
         raise RuntimeError("the fit changed frames that show no cover")

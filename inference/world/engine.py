@@ -264,9 +264,7 @@ class WorldEngine(TerrainGrowth, Evolution):
     def _start_fire(self, world: WorldState, x: int, y: int) -> None:
         """A fire starts where a pond would be placed (three tiles right of the player); the
         dynamics decide what burns and how far it spreads."""
-        cells = spec.place_cells(spec.THINGS.index("pond"), x, y)
-        spots = [(tx * spec.TILE, ty * spec.TILE) for tx, ty, _ in cells]
-        self._grow({world.world_id: self._needed_chunks(world, spots, reach=spec.TILE)})
+        cells = self._grow_under(world, spec.place_cells(spec.THINGS.index("pond"), x, y))
         with self._canvas:
             self.ignite(world, [(tx, ty) for tx, ty, _ in cells])
 
@@ -594,13 +592,17 @@ class WorldEngine(TerrainGrowth, Evolution):
         world.spawned += 1
 
     def _place(self, world: WorldState, thing: int, x: int, y: int) -> None:
-        cells = spec.place_cells(thing, x, y)
-        spots = [(tx * spec.TILE, ty * spec.TILE) for tx, ty, _ in cells]
-        self._grow({world.world_id: self._needed_chunks(world, spots, reach=spec.TILE)})
+        cells = self._grow_under(world, spec.place_cells(thing, x, y))
         with self._canvas:
             for tx, ty, token in cells:
                 world.set_token(tx, ty, token)
             world.things.append(thing)
+
+    def _grow_under(self, world: WorldState, cells: list[tuple[int, int, int]]) -> list:
+        """Make the chunks under these cells (tile x, tile y, token) if missing; -> cells."""
+        spots = [(tx * spec.TILE, ty * spec.TILE) for tx, ty, _ in cells]
+        self._grow({world.world_id: self._needed_chunks(world, spots, reach=spec.TILE)})
+        return cells
 
     # ------------------------------------------------------------ helpers
 

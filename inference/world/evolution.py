@@ -68,7 +68,6 @@ class TickJob:
     minute: int
     regions: list[Region]
     creatures: CreatureBatch | None
-    idents: list[int]
 
 
 def active_chunks(world: WorldState) -> list[tuple[int, int]]:
@@ -136,7 +135,7 @@ def make_job(world: WorldState, tick: int) -> TickJob:
                 clocks,
             )
         )
-    creatures, idents = _creature_batch(world, tick)
+    creatures = _creature_batch(world, tick)
     return TickJob(
         world.world_id,
         tick,
@@ -145,13 +144,12 @@ def make_job(world: WorldState, tick: int) -> TickJob:
         world.minute,
         regions,
         creatures,
-        idents,
     )
 
 
-def _creature_batch(world: WorldState, tick: int) -> tuple[CreatureBatch | None, list[int]]:
+def _creature_batch(world: WorldState, tick: int) -> CreatureBatch | None:
     if not world.creatures:
-        return None, []
+        return None
     v, t = 2 * SIGHT + 1, spec.TILE
     tokens, cover, player = [], [], []
     for cr in world.creatures:
@@ -161,7 +159,7 @@ def _creature_batch(world: WorldState, tick: int) -> tuple[CreatureBatch | None,
         offsets = [(p.x - cr.x, p.y - cr.y) for p in world.players]
         player.append(min(offsets, key=lambda o: o[0] ** 2 + o[1] ** 2, default=(NO_PLAYER,) * 2))
     n = len(world.creatures)
-    batch = CreatureBatch(
+    return CreatureBatch(
         tokens=np.stack(tokens),
         cover=np.stack(cover),
         kind=np.array([cr.kind for cr in world.creatures], np.int64),
@@ -170,7 +168,6 @@ def _creature_batch(world: WorldState, tick: int) -> tuple[CreatureBatch | None,
         tick=np.full(n, tick, np.int64),
         ident=np.array([cr.ident for cr in world.creatures], np.int64),
     )
-    return batch, [cr.ident for cr in world.creatures]
 
 
 def run_jobs(dynamics: Dynamics, jobs: list[TickJob]) -> list[PendingTick]:
@@ -220,17 +217,21 @@ def run_jobs(dynamics: Dynamics, jobs: list[TickJob]) -> list[PendingTick]:
             inner = (slice(oy + MARGIN, oy + MARGIN + c), slice(ox + MARGIN, ox + MARGIN + c))
             region.tokens[inner] = new_tokens[n]
             region.cover[inner] = new_cover[n]
-    heads = [
-        dynamics.creatures(job.creatures) if job.creatures is not None else np.zeros(0, int)
+    headings = [  # creature ident -> its heading
+        {}
+        if job.creatures is None
+        else dict(
+            zip(
+                job.creatures.ident.tolist(),
+                dynamics.creatures(job.creatures).tolist(),
+                strict=True,
+            )
+        )
         for job in jobs
     ]
     return [
-        PendingTick(
-            job.tick,
-            _changes(job, was),
-            {ident: int(h) for ident, h in zip(job.idents, head, strict=True)},
-        )
-        for job, was, head in zip(jobs, originals, heads, strict=True)
+        PendingTick(job.tick, _changes(job, was), heads)
+        for job, was, heads in zip(jobs, originals, headings, strict=True)
     ]
 
 

@@ -575,7 +575,7 @@ assert tuple(COVER_LOOKALIKES) == spec.COVERS[1:]
 def with_cover_rows(tok: torch.Tensor) -> torch.Tensor:
     """The renderer's token embedding (rows, d) grown to RENDER_TOKENS rows: weights saved
     before the covers (NUM_TOKENS + 2 rows) keep their rows as they were, bit for bit."""
-    if len(tok) != spec.NUM_TOKENS + 2:  # current weights (any other size: loading says so)
+    if len(tok) != spec.FIRST_COVER_TOKEN:  # current weights (any other size: loading says so)
         return tok
     return torch.cat([tok, tok[list(COVER_LOOKALIKES.values())]])
 

@@ -13,7 +13,7 @@ from inference.world.objects import MAX_LIGHTS, MAX_OBJECTS, SPRITE_SIDE
 from inference.world.state import PlayerState, WorldState
 
 DECODE_BATCH = 512  # frames per renderer forward (bounds memory, not results)
-FIRE_TOKEN = spec.NUM_TOKENS + 1 + spec.COVERS.index("fire")  # the render token of a burning tile
+FIRE_TOKEN = spec.FIRST_COVER_TOKEN - 1 + spec.COVERS.index("fire")  # a burning tile, drawn
 
 
 def scene(world: WorldState, viewer: PlayerState, sprite_rows: dict[str, int]) -> tuple:

@@ -62,7 +62,8 @@ SOLID_KINDS = frozenset({2, 3})  # obstacles and water block movement
 COVERS = ("none", "fire", "ash", "puddle", "snow")
 # Tokens the renderer draws: the canvas tokens, UNKNOWN and MASK, then one per cover (a
 # covered tile is drawn as its cover, `render_tokens`).
-RENDER_TOKENS = NUM_TOKENS + 2 + len(COVERS) - 1
+FIRST_COVER_TOKEN = NUM_TOKENS + 2  # the render token of COVERS[1]
+RENDER_TOKENS = FIRST_COVER_TOKEN + len(COVERS) - 1
 TICK_FRAMES = 6  # world frames per dynamics tick: 4 ticks a second at 24 fps
 # Processes an event text can start (`world/dynamics.py` carries them on).
 PROCESSES = ("fire",)
@@ -394,7 +395,7 @@ EVENT_PHRASES = {
 def render_tokens(tokens, cover) -> np.ndarray:
     """The tokens the renderer draws (numpy arrays broadcast): a covered tile is its cover's."""
     tokens, cover = np.asarray(tokens), np.asarray(cover)
-    return np.where(cover > 0, NUM_TOKENS + 1 + cover.astype(np.int64), tokens)
+    return np.where(cover > 0, FIRST_COVER_TOKEN - 1 + cover.astype(np.int64), tokens)
 
 
 def tick_of(t: int) -> int:

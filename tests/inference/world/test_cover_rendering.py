@@ -20,7 +20,7 @@ from inference.world.engine import DEFAULT_WEIGHTS as WEIGHTS
 from inference.world.model import COVER_LOOKALIKES, WorldModel
 from inference.world.state import WorldState
 
-FIRST_COVER = spec.NUM_TOKENS + 2
+FIRST_COVER = spec.FIRST_COVER_TOKEN
 GROUND = spec.token_of(spec.BIOMES.index("meadow"), 0)
 NOON, NIGHT = spec.TIME_MINUTES[1], spec.TIME_MINUTES[3]
 W, T = spec.WINDOW, spec.TILE
