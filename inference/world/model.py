@@ -317,10 +317,11 @@ class Renderer(nn.Module):
         rows = (tokens[:, 1 : 1 + n, 1 : 1 + n].long() * t)[:, :, None, :]  # (B, n, 1, n)
         idx = rows + torch.arange(t, device=dev)[:, None]  # (B, n, 8, n)
         img = tex.view(-1, t * 3).index_select(0, idx.view(-1)).view(b, n * t, n * t, 3)
+        layers = [(sprites, spr, spec.SPRITE)]
         if things is not None:  # under the creatures and avatars: they walk in front
             slots, table, _ = things
-            self._composite(img, slots, table.flatten(1, 2), offset, f, table.shape[1])
-        self._composite(img, sprites, spr, offset, f)
+            layers.insert(0, (slots, table.flatten(1, 2), table.shape[1]))
+        self._composite(img, layers, offset, f)
         # light and atmosphere: each frame's 32x32 maps, scrolled by its overlay phase, read in
         # one gather from the (atmosphere x 32 x 32, keep | add) table; tiled over the frame
         lit = self.light_at(light, minute) * scale  # (B, 6)
@@ -357,9 +358,19 @@ class Renderer(nn.Module):
         # a Gaussian is separable: each light's falloff is an outer product of two (F,) rows
         gx = torch.exp(-((ar - pos[..., 0:1]) ** 2) / (2 * GLOW_PX**2))  # (H, L, F)
         gy = torch.exp(-((ar - pos[..., 1:2]) ** 2) / (2 * GLOW_PX**2)) * on
-        pool = torch.bmm(gy.transpose(1, 2), gx).clamp_(max=1.5)  # (H, F, F)
         warm = torch.tensor(GLOW_RGB, device=dev) * (scale / 255.0)
-        frame.index_add_(0, has, pool[..., None] * (dark[:, None, None, None] * warm))
+        tint = dark[:, None] * warm  # (H, 3)
+        # the pool already in colour: rows of (x, channel), so the product lands as the frame
+        # lies and is added in one contiguous pass (broadcasting a (F, F, 1) pool over three
+        # channels was most of the glow's time)
+        gxc = (gx[..., None] * tint[:, None, None, :]).flatten(2)  # (H, L, F * 3)
+        glow = torch.bmm(gy.transpose(1, 2), gxc)  # (H, F, F * 3)
+        cap = (1.5 * tint)[:, None, None, :].expand(-1, 1, f, 3).reshape(-1, 1, f * 3)
+        torch.minimum(glow, cap, out=glow)  # overlapping pools: at most 1.5 times one's light
+        if len(has) == len(frame):
+            frame.view(len(frame), f, f * 3).add_(glow)
+        else:
+            frame.index_add_(0, has, glow.view(-1, f, f, 3))
 
     def _atmosphere_maps(self) -> torch.Tensor:
         """(atmospheres * 32 * 32, 6): each atmosphere's keep and add maps side by side."""
@@ -404,29 +415,45 @@ class Renderer(nn.Module):
         return img.reshape(b, f, f, 3)
 
     @staticmethod
-    def _composite(img, sprites, spr, offset, f: int, s: int = spec.SPRITE) -> None:
-        """Draw every sprite into img (B, H, W, 3) in place, at its frame position plus the
+    def _composite(img, layers, offset, f: int) -> None:
+        """Draw sprites into img (B, H, W, 3) in place, at their frame positions plus the
         frame's offset (x, y) in img; only what falls inside the frame (F pixels square) is
-        drawn. Inference alpha is hard (0 or 1), so a pixel takes the colour of the topmost
-        sprite (the latest slot) that covers it."""
+        drawn. ``layers``: (slots (B, M, 3) of table row, x, y; -1 rows empty; table (K, S*S,
+        4); S), bottom first. Inference alpha is hard (0 or 1), so a pixel takes the colour of
+        the topmost sprite (the last layer, then the highest slot) that covers it.
+
+        A frame's sprites are a few thousand pixels, so the time is the fixed cost of each
+        array operation: all layers go in one write, and in NumPy, whose operations cost a
+        fraction of torch's at this size (half the composite's time; docs/decisions.md)."""
         height, width = img.shape[1], img.shape[2]
-        fb, slot = (sprites[:, :, 0] >= 0).nonzero(as_tuple=True)  # in (frame, slot) order
-        if fb.numel() == 0:
+        cpu = img.device.type == "cpu"
+        image = img.numpy() if cpu else img.cpu().numpy()
+        off = offset.cpu().numpy()
+        wheres, colours = [], []
+        for sprites, table, s in layers:
+            sprites = sprites.cpu().numpy()
+            fb, slot = np.nonzero(sprites[:, :, 0] >= 0)  # in (frame, slot) order
+            if not len(fb):
+                continue
+            kind, sx, sy = sprites[fb, slot].T
+            ar = np.arange(s)
+            yy = (sy[:, None] + ar)[:, :, None]  # (N, S, 1) frame row
+            xx = (sx[:, None] + ar)[:, None, :]  # (N, 1, S) frame column
+            pix = table.cpu().numpy()[kind].reshape(-1, s, s, 4)
+            ok = (yy >= 0) & (yy < f) & (xx >= 0) & (xx < f) & (pix[..., 3] > 0.5)
+            corner = (fb * height + off[fb, 1]) * width + off[fb, 0]  # frame pixel (0, 0)
+            wheres.append((corner[:, None, None] + yy * width + xx)[ok])
+            colours.append(pix[..., :3][ok])
+        if not wheres:
             return
-        kind, sx, sy = sprites[fb, slot, 0], sprites[fb, slot, 1], sprites[fb, slot, 2]
-        ar = torch.arange(s, device=img.device)
-        yy = (sy[:, None] + ar)[:, :, None]  # (N, 8, 1) frame row
-        xx = (sx[:, None] + ar)[:, None, :]  # (N, 1, 8) frame column
-        pix = spr.index_select(0, kind).view(-1, s, s, 4)
-        ok = (yy >= 0) & (yy < f) & (xx >= 0) & (xx < f) & (pix[..., 3] > 0.5)  # (N, 8, 8)
-        corner = (fb * height + offset[fb, 1]) * width + offset[fb, 0]  # frame pixel (0, 0)
-        where = (corner[:, None, None] + yy * width + xx)[ok]
-        colour = pix[..., :3][ok]
-        # where sprites overlap, the last drawn (the highest slot) wins
-        targets, inverse = torch.unique(where, return_inverse=True)
-        order = torch.arange(len(where), device=img.device)
-        last = order.new_full((len(targets),), -1).scatter_reduce_(0, inverse, order, "amax")
-        img.view(-1, 3).index_copy_(0, targets, colour.index_select(0, last))
+        where, colour = np.concatenate(wheres), np.concatenate(colours)
+        # where sprites overlap, the last drawn wins: each pixel's last write, found as its
+        # first in the reversed order, is the only one made
+        _, first = np.unique(where[::-1], return_index=True)
+        last = len(where) - 1 - first
+        image.reshape(-1, 3)[where[last]] = colour[last]
+        if not cpu:
+            img.copy_(torch.from_numpy(image))
 
 
 def _one_hot_shift(start, n_out: int, n_in: int, device, wrap: bool = False) -> torch.Tensor:
