@@ -3,9 +3,10 @@
 Starts Daphne itself with production-like settings (DEBUG=false, a collected and hashed static
 manifest served by WhiteNoise, PostgreSQL with a connection pool, Redis cache), loads the demo
 catalog plus extra worlds, then drives each endpoint with an asyncio/httpx load generator on
-127.0.0.1 for a fixed time: anonymous visitors (no cookies: the crowd), and one signed-in
-person. Each endpoint's req/s is also given as a share of the static file's, measured in the
-same run. A second table runs 2 Daphne processes, the load spread over both as a balancer would.
+127.0.0.1 for a fixed time: anonymous visitors (no cookies: the crowd), one signed-in person
+and one who liked five of the cards the category page shows. Each endpoint's req/s is also
+given as a share of the static file's, measured in the same run. A second table runs 2 Daphne
+processes, the load spread over both as a balancer would.
 
     .venv/bin/python bench/gallery.py --seconds 10 --concurrency 16
 
@@ -107,12 +108,17 @@ for i in range(have, {n}):
 print(World.objects.count())
 """
 
-# A signed-in person's session: its key is the cookie the "signed in" endpoint sends.
+# A signed-in person's session: its key is the cookie the "signed in" endpoints send. The liker
+# liked the first {likes} games by trending (the first page of /c/games/ shows their hearts).
 SIGNED_IN = """
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore
 from gallery.models import User
-user, _ = User.objects.get_or_create(username="bench-visitor")
+from worlds.models import Like, World
+user, _ = User.objects.get_or_create(username="{username}")
+games = World.objects.filter(category="games", status="published").order_by("-trending_score")
+for world in games[:{likes}]:
+    Like.objects.get_or_create(user=user, world=world)
 store = SessionStore()
 store[SESSION_KEY] = str(user.pk)
 store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
@@ -122,19 +128,25 @@ print(store.session_key)
 """
 
 
-def prepare(env: dict, extra: int) -> tuple[str, str]:
-    """Migrate, collect static files, load demo content; a hashed static file's URL and a
-    signed-in session's key."""
+def signed_in(env: dict, username: str, likes: int) -> str:
+    """A new session's key for `username`, who liked `likes` games."""
+    script = SIGNED_IN.format(username=username, likes=likes)
+    return subprocess.run(
+        [PY, "manage.py", "shell", "-c", script], cwd=ROOT, env=env, check=True,
+        capture_output=True, text=True,
+    ).stdout.split()[-1]  # fmt: skip
+
+
+def prepare(env: dict, extra: int) -> tuple[str, str, str]:
+    """Migrate, collect static files, load demo content; a hashed static file's URL, a
+    signed-in session's key and a liker's."""
     run([PY, "manage.py", "migrate", "--noinput", "-v0"], env)
     run([PY, "manage.py", "collectstatic", "--noinput", "-v0"], env)
     run([PY, "manage.py", "load_demo"], env)
     run([PY, "manage.py", "shell", "-c", EXTRA_WORLDS.format(n=extra)], env)
-    session = subprocess.run(
-        [PY, "manage.py", "shell", "-c", SIGNED_IN], cwd=ROOT, env=env, check=True,
-        capture_output=True, text=True,
-    ).stdout.split()[-1]  # fmt: skip
     manifest = json.loads((Path(env["STATIC_ROOT"]) / "staticfiles.json").read_text())
-    return "/static/" + manifest["paths"]["css/site.css"], session
+    static = "/static/" + manifest["paths"]["css/site.css"]
+    return static, signed_in(env, "bench-visitor", 0), signed_in(env, "bench-liker", 5)
 
 
 async def hammer(
@@ -206,6 +218,9 @@ def main() -> None:
     parser.add_argument(
         "--page-cache-seconds", type=int, default=10, help="HOME_CACHE_SECONDS; 0: no cache"
     )
+    parser.add_argument(
+        "--viewer-cache-seconds", type=int, default=60, help="VIEWER_CACHE_SECONDS; 0: no cache"
+    )
     args = parser.parse_args()
 
     ensure_database(args.database_url)
@@ -227,18 +242,20 @@ def main() -> None:
         "DB_CONN_MAX_AGE": "0",
         "DB_POOL_MAX_SIZE": str(args.pool_size),
         "HOME_CACHE_SECONDS": str(args.page_cache_seconds),
+        "VIEWER_CACHE_SECONDS": str(args.viewer_cache_seconds),
     }
     print("preparing: migrate, collectstatic, demo content …", flush=True)
-    static_path, session = prepare(env, args.extra_worlds)
-    signed_in = {"sessionid": session}
+    static_path, session, liker_session = prepare(env, args.extra_worlds)
+    visitor, liker = {"sessionid": session}, {"sessionid": liker_session}
     endpoints = [
         ("home", "/", {}),
         ("category", "/c/games/", {}),
         ("search", "/search/?q=forest+river", {}),
         ("world page", "/w/the-lantern-keeper/", {}),
         ("api worlds", "/api/worlds/", {}),
-        ("category (signed in)", "/c/games/", signed_in),
-        ("home (signed in)", "/", signed_in),
+        ("category (signed in)", "/c/games/", visitor),
+        ("category (a liker)", "/c/games/", liker),
+        ("home (signed in)", "/", visitor),
         ("static file", static_path, {}),
     ]
     tables = {}
@@ -250,7 +267,8 @@ def main() -> None:
         print()
         print(
             f"Daphne ({n} process{'es' if n > 1 else ''}), DEBUG=false, PostgreSQL pool of "
-            f"{args.pool_size}, Redis cache, page cache {args.page_cache_seconds} s; "
+            f"{args.pool_size}, Redis cache, page cache {args.page_cache_seconds} s, viewer "
+            f"cache {args.viewer_cache_seconds} s; "
             f"{args.seconds:.0f} s per endpoint, concurrency {args.concurrency}, "
             f"{os.cpu_count()} CPUs shared with the load generator"
         )

@@ -1,8 +1,11 @@
 """Requests no view should see."""
 
+from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.utils.functional import SimpleLazyObject
 
+from gallery import viewer_cache
 from worlds import ratelimit
 
 
@@ -41,3 +44,12 @@ class RateLimitedPageMiddleware:
             context = {"code": 429, "title": "Too many", "message": str(exception)}
             return render(request, "gallery/error.html", context, status=429)
         return None
+
+
+class CachedAuthenticationMiddleware(AuthenticationMiddleware):
+    """Django's AuthenticationMiddleware with `request.user` read through the shared cache
+    (gallery/viewer_cache.py): a signed-in page asks no query for its account or permissions."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        super().process_request(request)
+        request.user = SimpleLazyObject(lambda: viewer_cache.get_user(request))

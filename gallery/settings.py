@@ -61,7 +61,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "gallery.middleware.CachedAuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "gallery.middleware.RateLimitedPageMiddleware",
@@ -232,6 +232,9 @@ COVER_RENDER_AUTO = envbool("COVER_RENDER_AUTO", not CELERY_TASK_ALWAYS_EAGER)
 
 # Seconds the home page's rows stay cached (any world saved invalidates them; 0: off).
 HOME_CACHE_SECONDS = envint("HOME_CACHE_SECONDS", 10)
+# Seconds a signed-in account's row and permissions stay in the shared cache (gallery/
+# viewer_cache.py: saves and permission changes drop them at once; 0: read them per request).
+VIEWER_CACHE_SECONDS = envint("VIEWER_CACHE_SECONDS", 60)
 # Leak hunting (bench/soak.py --tracemalloc), off unless set: seconds between a worker's reports
 # of its allocation sites that grew most.
 TRACEMALLOC_EVERY_S = envfloat("PARALLAX_TRACEMALLOC_EVERY_S", 0.0)

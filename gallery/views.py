@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from gallery import selectors as account_selectors
@@ -38,6 +39,14 @@ def _page(request: HttpRequest, queryset, liked: bool = True) -> dict:
         "liked": selectors.world_liked_ids(worlds=page.object_list, viewer=viewer),
         "page_query": f"{params.urlencode()}&" if params else "",
     }
+
+
+def _hearts_filled(html: str, liked: set[int]) -> str:
+    """Cards rendered for everyone (every heart empty) with these worlds' hearts full: the
+    marks are gallery/_card.html's."""
+    for pk in liked:
+        html = html.replace(f'data-heart="{pk}">♡', f'data-heart="{pk}">♥')
+    return mark_safe(html)  # noqa: S308 (the rendered cards, one fixed mark swapped)
 
 
 def _sort(request: HttpRequest, default: str = selectors.DEFAULT_SORT) -> str:
@@ -71,16 +80,15 @@ def category(request: HttpRequest, category: str) -> HttpResponse:
     worlds = selectors.world_list(category=category, sort=sort)
     label = Category(category).label
 
-    def grid(liked: bool) -> tuple[str, list[int]]:
-        page = _page(request, worlds, liked=liked)
+    def grid() -> tuple[str, list[int]]:
+        page = _page(request, worlds, liked=False)
         html = render_to_string("gallery/_category_grid.html", page | {"category_label": label})
         return html, [w.pk for w in page["page"].object_list]
 
-    # The cards are the same for everyone who liked none of them (the crowd, and most people
-    # signed in): rendered once per catalog version and page, and again only for a liker.
-    html, shown = cached_fragment(f"category-grid:{page_digest(request)}", lambda: grid(False))
-    if selectors.world_liked_ids(worlds=shown, viewer=request.user):
-        html, _ = grid(True)
+    # The cards are the same for everyone: rendered once per catalog version and page, with a
+    # signed-in person's own hearts filled in.
+    html, shown = cached_fragment(f"category-grid:{page_digest(request)}", grid)
+    html = _hearts_filled(html, selectors.world_liked_ids(worlds=shown, viewer=request.user))
     context = {"grid_html": html, "category": category, "category_label": label, "sort": sort}
     return render(request, "gallery/category.html", context | {"sorts": selectors.SORTS})
 

@@ -8,7 +8,10 @@ class WorldsConfig(AppConfig):
 
     def ready(self) -> None:
         from worlds.catalog_cache import catalog_changed
-        from worlds.models import World
+        from worlds.models import Like, World
+        from worlds.selectors import likes_changed
 
         post_save.connect(catalog_changed, sender=World, dispatch_uid="catalog-save")
         post_delete.connect(catalog_changed, sender=World, dispatch_uid="catalog-delete")
+        post_save.connect(likes_changed, sender=Like, dispatch_uid="liked-save")
+        post_delete.connect(likes_changed, sender=Like, dispatch_uid="liked-delete")

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
+from django.db import transaction
 from django.db.models import Case, ExpressionWrapper, IntegerField, Q, QuerySet, Value, When
 
 from inference.narrative import examples
@@ -152,14 +154,47 @@ def world_is_liked(*, world: World, viewer: AbstractBaseUser | None) -> bool:
     return Like.objects.filter(world=world, user=viewer).exists()
 
 
+# Worlds a person liked, kept whole in the shared cache up to this many (a signed-in page then
+# asks no query for its hearts); above it each page asks for its own.
+LIKED_KEPT_MAX = 2000
+
+
+def _liked_key(user_id: int) -> str:
+    return f"liked:{user_id}"
+
+
 def world_liked_ids(*, worlds, viewer: AbstractBaseUser | None) -> set[int]:
     """Which of these worlds (or world ids) the viewer liked."""
     if viewer is None or not viewer.is_authenticated:
         return set()
-    ids = [w if isinstance(w, int) else w.pk for w in worlds]
-    return set(
-        Like.objects.filter(user=viewer, world_id__in=ids).values_list("world_id", flat=True)
-    )
+    ids = {w if isinstance(w, int) else w.pk for w in worlds}
+    kept = _kept_likes(viewer)
+    if kept is None:
+        mine = Like.objects.filter(user=viewer, world_id__in=ids)
+        return set(mine.values_list("world_id", flat=True))
+    return set(kept & ids)
+
+
+def _kept_likes(viewer: AbstractBaseUser) -> frozenset[int] | None:
+    """Every world the viewer liked, from the shared cache; None: too many to keep (or no
+    cache), ask per page."""
+    if settings.VIEWER_CACHE_SECONDS <= 0:
+        return None
+    kept = cache.get(_liked_key(viewer.pk))
+    if kept is None:
+        liked = Like.objects.filter(user=viewer).values_list("world_id", flat=True)
+        kept = frozenset(liked[: LIKED_KEPT_MAX + 1])
+        kept = kept if len(kept) <= LIKED_KEPT_MAX else "many"
+        cache.set(_liked_key(viewer.pk), kept, settings.VIEWER_CACHE_SECONDS)
+    return None if kept == "many" else kept
+
+
+def likes_changed(instance: Like, **_signal_kwargs) -> None:
+    """A like was saved or deleted: its person's kept likes go, now and once the write commits
+    (a page between the two may have kept the old ones)."""
+    key = _liked_key(instance.user_id)
+    cache.delete(key)
+    transaction.on_commit(lambda: cache.delete(key))
 
 
 @dataclass(frozen=True)

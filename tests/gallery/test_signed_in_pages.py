@@ -1,0 +1,162 @@
+"""Signed-in pages read the account, its permissions and its likes from the shared cache: no
+query once kept, and never one person's link, hearts or name on another person's page."""
+
+import pytest
+from django.contrib.auth.models import Group, Permission
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from tests.worlds.factories import make_user, make_world
+from worlds import services
+from worlds.models import Like
+
+MODERATION_LINK = '<a href="/moderation/">Moderation</a>'
+
+
+@pytest.fixture(autouse=True)
+def _caches_on(settings):
+    settings.HOME_CACHE_SECONDS = 60
+    settings.VIEWER_CACHE_SECONDS = 60
+
+
+def _moderators() -> Group:
+    # rebuilt here: transactional tests elsewhere flush the migrated group
+    group, _ = Group.objects.get_or_create(name="Moderators")
+    group.permissions.add(
+        Permission.objects.get(codename="moderate", content_type__app_label="moderation")
+    )
+    return group
+
+
+def _signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _page(client: Client, url: str) -> tuple[str, list[str]]:
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200
+    return response.content.decode(), [q["sql"] for q in queries.captured_queries]
+
+
+@pytest.mark.parametrize("url", ["/", "/c/games/"])
+def test_a_signed_in_page_asks_no_query_once_its_account_is_kept(owner, outsider, url):
+    make_world(owner, title="Copper Canyon", featured=True)
+    Like.objects.create(user=outsider, world=make_world(owner, title="Liked Lake"))
+    person = _signed_in(outsider)
+    _page(person, url)  # reads the account, its permissions, likes and notices once
+    html, queries = _page(person, url)
+    assert queries == []
+    assert "Copper Canyon" in html and f"/u/{outsider.username}/" in html
+
+
+def test_the_first_signed_in_page_reads_the_account_and_its_permissions_once(owner, outsider):
+    make_world(owner)
+    person = _signed_in(outsider)
+    _, queries = _page(person, "/c/games/")
+    account = [q for q in queries if 'FROM "gallery_user"' in q]
+    permissions = [q for q in queries if 'FROM "auth_permission"' in q]
+    assert len(account) == 1 and len(permissions) == 2  # the user's own and its groups'
+
+
+def test_a_moderator_sees_the_moderation_link_and_a_plain_user_does_not(owner, outsider):
+    moderator = make_user("mod")
+    moderator.groups.add(_moderators())
+    make_world(owner)
+    for url in ("/", "/c/games/", "/c/games/"):  # the second category page from the cache
+        assert MODERATION_LINK in _page(_signed_in(moderator), url)[0]
+        assert MODERATION_LINK not in _page(_signed_in(outsider), url)[0]
+        assert MODERATION_LINK not in _page(Client(), url)[0]
+
+
+def test_a_promotion_and_a_demotion_show_on_the_next_page(outsider):
+    person = _signed_in(outsider)
+    assert MODERATION_LINK not in _page(person, "/")[0]
+    outsider.groups.add(_moderators())
+    assert MODERATION_LINK in _page(person, "/")[0]
+    assert person.get("/moderation/").status_code == 200
+    outsider.groups.clear()
+    assert MODERATION_LINK not in _page(person, "/")[0]
+    assert person.get("/moderation/").status_code == 403
+
+
+def test_a_groups_new_permission_reaches_its_members_kept_accounts(outsider):
+    group = Group.objects.create(name="Helpers")
+    outsider.groups.add(group)
+    person = _signed_in(outsider)
+    assert MODERATION_LINK not in _page(person, "/")[0]
+    group.permissions.add(_moderators().permissions.get())
+    assert MODERATION_LINK in _page(person, "/")[0]
+    group.delete()
+    assert MODERATION_LINK not in _page(person, "/")[0]
+
+
+def test_a_like_shows_as_liked_at_once_and_an_unlike_clears_it(owner, outsider):
+    world = make_world(owner, title="Liked Lake")
+    person = _signed_in(outsider)
+    assert "♥" not in _page(person, "/c/games/")[0]
+    services.world_like(world=world, user=outsider)
+    html = _page(person, "/c/games/")[0]
+    assert html.count("♥") == 1 and html.index("♥") > html.index("Liked Lake")
+    services.world_unlike(world=world, user=outsider)
+    assert "♥" not in _page(person, "/c/games/")[0]
+
+
+def test_another_persons_likes_never_show_on_your_page(owner, outsider):
+    liked, other = make_world(owner, title="Liked Lake"), make_world(owner, title="Other Oasis")
+    Like.objects.create(user=outsider, world=liked)
+    someone = make_user("someone")
+    Like.objects.create(user=someone, world=other)
+    theirs = _page(_signed_in(outsider), "/c/games/")[0]
+    mine = _page(_signed_in(someone), "/c/games/")[0]
+    assert theirs.count("♥") == 1 and theirs.index("♥") > theirs.index("Liked Lake")
+    assert mine.count("♥") == 1 and mine.index("♥") > mine.index("Other Oasis")
+    assert "♥" not in _page(_signed_in(owner), "/c/games/")[0]
+    assert "♥" not in _page(Client(), "/c/games/")[0]
+
+
+def test_each_session_gets_its_own_account_from_the_cache(owner, outsider):
+    make_world(owner)
+    mine, theirs = _signed_in(owner), _signed_in(outsider)
+    for _ in range(2):
+        assert f"/u/{owner.username}/" in _page(mine, "/")[0]
+        html = _page(theirs, "/")[0]
+        assert f"/u/{outsider.username}/" in html and f"/u/{owner.username}/" not in html
+
+
+def test_a_deactivated_account_is_signed_out_on_its_next_page(outsider):
+    person = _signed_in(outsider)
+    assert f"/u/{outsider.username}/" in _page(person, "/")[0]
+    outsider.is_active = False
+    outsider.save()
+    html = _page(person, "/")[0]
+    assert f"/u/{outsider.username}/" not in html and "/accounts/login/" in html
+
+
+def test_a_password_change_signs_out_the_other_sessions(outsider):
+    person = _signed_in(outsider)
+    assert f"/u/{outsider.username}/" in _page(person, "/")[0]
+    outsider.set_password("another-horse-7")
+    outsider.save()
+    assert "/accounts/login/" in _page(person, "/")[0]
+    assert "_auth_user_id" not in person.session  # flushed, as Django does
+
+
+def test_a_renamed_account_shows_its_new_name_at_once(outsider):
+    person = _signed_in(outsider)
+    _page(person, "/")
+    outsider.display_name = "Night Owl"
+    outsider.save()
+    assert "Night Owl" in _page(person, "/")[0]
+
+
+def test_with_the_cache_off_every_page_reads_the_account(settings, owner, outsider):
+    settings.VIEWER_CACHE_SECONDS = 0
+    make_world(owner)
+    person = _signed_in(outsider)
+    _page(person, "/")
+    _, queries = _page(person, "/")
+    assert sum('FROM "gallery_user"' in q for q in queries) == 1
