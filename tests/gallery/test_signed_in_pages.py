@@ -105,6 +105,18 @@ def test_a_like_shows_as_liked_at_once_and_an_unlike_clears_it(owner, outsider):
     assert "♥" not in _page(person, "/c/games/")[0]
 
 
+def test_the_home_rows_show_a_likers_own_hearts(owner, outsider):
+    liked = make_world(owner, title="Liked Lake")
+    make_world(owner, title="Other Oasis")
+    Like.objects.create(user=outsider, world=liked)
+    crowd = _page(Client(), "/")[0]
+    html = _page(_signed_in(outsider), "/")[0]
+    assert "♥" not in crowd and "♥" not in _page(_signed_in(owner), "/")[0]
+    # the liked world's card shows a full heart in every row it is in (new, games), no other
+    assert html.count("♥") == crowd.count(f'data-heart="{liked.pk}"') == 2
+    assert html.count("♡") == crowd.count("♡") - 2
+
+
 def test_another_persons_likes_never_show_on_your_page(owner, outsider):
     liked, other = make_world(owner, title="Liked Lake"), make_world(owner, title="Other Oasis")
     Like.objects.create(user=outsider, world=liked)
