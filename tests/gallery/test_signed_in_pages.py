@@ -139,6 +139,16 @@ def test_each_session_gets_its_own_account_from_the_cache(owner, outsider):
         assert f"/u/{outsider.username}/" in html and f"/u/{owner.username}/" not in html
 
 
+def test_a_kept_account_serves_no_session_that_names_it_without_its_hash(owner, outsider):
+    _page(_signed_in(owner), "/")  # the owner's account is kept
+    forged = _signed_in(outsider)
+    session = forged.session
+    session["_auth_user_id"] = str(owner.pk)  # the outsider's hash, the owner's id
+    session.save()
+    html = _page(forged, "/")[0]
+    assert f"/u/{owner.username}/" not in html and "/accounts/login/" in html
+
+
 def test_a_deactivated_account_is_signed_out_on_its_next_page(outsider):
     person = _signed_in(outsider)
     assert f"/u/{outsider.username}/" in _page(person, "/")[0]
