@@ -32,8 +32,8 @@ def test_an_anonymous_page_is_rendered_once_and_shared(owner, settings, page):
     assert again == first and world_queries == 0
 
 
-# (the home page's rows and a category's cards are one fragment for everyone who liked none of
-# them, signed in or not)
+# (the home page's rows and a category's cards are one fragment for everyone, signed in or
+# not, a liker's hearts filled in: tests/gallery/test_signed_in_pages.py)
 @pytest.mark.parametrize("page", PAGES[2:])
 def test_signed_in_people_get_their_own_rendering(owner, outsider, settings, page):
     settings.HOME_CACHE_SECONDS = 60
