@@ -366,7 +366,10 @@ def main() -> None:
     prepare_database(args)
     slug, creds = make_players(args, args.players)
     clear_placement(args.redis_url)
-    extra = {"LOG_LEVEL": "WARNING"}
+    # Sessions outlive the run: at the default maximum length (30 minutes) a 30-minute soak's
+    # sessions, started a few seconds before its clock, all ended just before its end.
+    max_seconds = int(args.start_timeout + args.minutes * 60 + 600)
+    extra = {"LOG_LEVEL": "WARNING", "SESSION_MAX_SECONDS": str(max_seconds)}
     if args.malloc_arena_max is not None:
         extra["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)
     env = stack_env(database_url=args.database_url, redis_url=args.redis_url, **extra)
