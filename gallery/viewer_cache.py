@@ -2,11 +2,11 @@
 
 Every signed-in request needs the account (Django reads it by the session's user id) and most
 pages ask whether it is a moderator (two permission queries: the user's own and its groups').
-Both are kept together in the shared cache, one entry per account, so a signed-in page reads
-them in one Redis round trip instead of three queries. Only the account's own session may
-use the entry: the session's auth hash must match the kept row, as Django checks it, and
-anything unusual (no entry, a hash signed with an older secret, a backend not configured) goes
-Django's own way, `django.contrib.auth.get_user`.
+Both are kept together in the shared cache, one entry per account (without its password
+hash), so a signed-in page reads them in one Redis round trip instead of three queries. Only
+the account's own session may use the entry: the session's auth hash must match the kept one,
+as Django checks it, and anything unusual (no entry, a hash signed with an older secret, a
+backend not configured) goes Django's own way, `django.contrib.auth.get_user`.
 
 Stale entries: saving or deleting the account drops its entry (now and again once the
 transaction commits); a change of any group or permission assignment moves one version number
@@ -40,21 +40,26 @@ def _permissions_version(kept) -> int:
     return kept
 
 
-def _account(user_id, backend_path: str) -> AbstractBaseUser | None:
-    """The account as `backend_path` reads it, with its permissions already on it (the model
-    backend keeps them on the instance, so `has_perm` asks no query): kept, or read and kept."""
+def _account(user_id, backend_path: str) -> tuple[str, AbstractBaseUser] | None:
+    """(session auth hash, the account as `backend_path` reads it, with its permissions
+    already on it: the model backend keeps them on the instance, so `has_perm` asks no
+    query): kept, or read and kept. The password hash is never kept: the entry holds the
+    session hash Django derives from it, and the account's password field is left unloaded
+    (read from the database if something asks for it; a save writes the other fields)."""
     key = _entry_key(user_id)
     kept = cache.get_many([PERMISSIONS_VERSION_KEY, key])
     version = _permissions_version(kept.get(PERMISSIONS_VERSION_KEY))
     entry = kept.get(key)
     if entry is not None and entry[:2] == (version, backend_path):
-        return entry[2]
+        return entry[2], entry[3]
     user = auth.load_backend(backend_path).get_user(user_id)
     if user is None:
         return None
+    session_hash = user.get_session_auth_hash()
     user.get_all_permissions()  # filled on the instance before it is pickled
-    cache.set(key, (version, backend_path, user), settings.VIEWER_CACHE_SECONDS)
-    return user
+    user.__dict__.pop("password", None)  # a deferred field from here on
+    cache.set(key, (version, backend_path, session_hash, user), settings.VIEWER_CACHE_SECONDS)
+    return session_hash, user
 
 
 def get_user(request: HttpRequest) -> AbstractBaseUser | AnonymousUser:
@@ -69,9 +74,9 @@ def get_user(request: HttpRequest) -> AbstractBaseUser | AnonymousUser:
     except (KeyError, ValidationError):
         return auth.get_user(request)
     if backend_path in settings.AUTHENTICATION_BACKENDS:
-        user = _account(user_id, backend_path)
-        if user is not None and constant_time_compare(session_hash, user.get_session_auth_hash()):
-            return user
+        account = _account(user_id, backend_path)
+        if account is not None and constant_time_compare(session_hash, account[0]):
+            return account[1]
     return auth.get_user(request)  # flushes a session whose hash no longer verifies
 
 

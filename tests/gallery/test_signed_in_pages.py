@@ -3,10 +3,12 @@ query once kept, and never one person's link, hearts or name on another person's
 
 import pytest
 from django.contrib.auth.models import Group, Permission
+from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from gallery import viewer_cache
 from tests.worlds.factories import make_user, make_world
 from worlds import services
 from worlds.models import Like
@@ -182,3 +184,20 @@ def test_with_the_cache_off_every_page_reads_the_account(settings, owner, outsid
     _page(person, "/")
     _, queries = _page(person, "/")
     assert sum('FROM "gallery_user"' in q for q in queries) == 1
+
+
+def test_the_password_hash_is_never_kept_and_a_kept_account_saves_safely(outsider):
+    person = _signed_in(outsider)
+    _page(person, "/")
+    kept = cache.get(viewer_cache._entry_key(outsider.pk))
+    assert kept is not None and "password" not in kept[-1].__dict__
+    assert outsider.password not in repr(kept) and outsider.password not in str(kept[-1].__dict__)
+    # the kept row saved as it is (a profile edit) keeps the password only the database holds
+    account = person.get("/").wsgi_request.user
+    assert "password" not in account.__dict__
+    account.display_name = "Kept Kestrel"
+    account.save()
+    outsider.refresh_from_db()
+    assert outsider.check_password("correct-horse-9") and outsider.display_name == "Kept Kestrel"
+    html, _ = _page(person, "/")  # still signed in, under the new name
+    assert "Kept Kestrel" in html
