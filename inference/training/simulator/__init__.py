@@ -9,6 +9,7 @@ from inference.training.simulator.appearance import (
     light_affine,
 )
 from inference.training.simulator.phrasing import event_for, event_text, world_prompt
+from inference.training.simulator.teacher import SCALE, out_side, render_rich
 from inference.training.simulator.world import (
     TRAIN_SEED_LIMIT,
     Scene,
@@ -24,6 +25,7 @@ from inference.training.simulator.world import (
 
 __all__ = [
     "ATMOSPHERE_AFFINE",
+    "SCALE",
     "OVERLAYS",
     "SPRITES",
     "SOLID",
@@ -34,10 +36,12 @@ __all__ = [
     "event_for",
     "event_text",
     "light_affine",
+    "out_side",
     "random_biomes",
     "random_scenes",
     "random_windows",
     "render",
+    "render_rich",
     "sprite_cover",
     "terrain_tokens",
     "window_origin",
