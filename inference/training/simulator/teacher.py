@@ -69,7 +69,7 @@ def _t(a) -> torch.Tensor:
 _BASE, _FIELD_RGB, _FIELD_W = _t(art.BASE), _t(art.FIELD_RGB), _t(art.FIELD_W)
 _RECEIVE, _WATER, _EMIT = _t(art.RECEIVE), _t(art.WATER), _t(art.EMIT)
 _LIGHT, _SNOWMASK, _OCCLUDE = _t(art.LIGHT), _t(art.SNOW), _t(art.OCCLUDE)
-_TALL = _t(art.TALL).view(2 * art.T, P + H, P, 4)
+_TALL = _t(art.TALL).view(2 * art.T, P + H, P, 5)
 _IS_TALL = art.IS_TALL
 _SPRITES = _t(art.SPRITES12)
 _OVERLAYS = resample_sprites(torch.from_numpy(OVERLAYS.astype(np.float32)), _OVERLAY_SIDE)
@@ -187,7 +187,7 @@ def _weather_ground(img, tok, weather, sky) -> None:
         )
         img[i].lerp_(soaked, dry[i][..., None])
     for i in snow.tolist():
-        mask = _tile_image(_SNOWMASK[tok[i : i + 1]])[0] * dry[i] * 0.85
+        mask = _tile_image(_SNOWMASK[tok[i : i + 1]])[0] * dry[i]
         img[i].lerp_(_t(art.SNOW_RGB).expand_as(img[i]), mask[..., None])
 
 
@@ -330,11 +330,11 @@ def render_rich(scene: Scene, things: tuple | None = None) -> np.ndarray:
     k = 0
     for r in range(w):
         if tall_rows[r]:
-            strip = _TALL[tok[:, r] + snowy]  # (B, W, P + H, P, 4)
-            strip = strip.transpose(1, 2).reshape(b, P + H, n, 4)
-            a = strip[..., 3:]
+            strip = _TALL[tok[:, r] + snowy]  # (B, W, P + H, P, 5)
+            strip = strip.transpose(1, 2).reshape(b, P + H, n, 5)
+            a = strip[..., 3:4]
             img[:, r * P : r * P + P + H].lerp_(strip[..., :3], a)
-            emit[:, r * P : r * P + P + H].mul_(1 - a[..., 0])
+            emit[:, r * P : r * P + P + H].lerp_(strip[..., 4], a[..., 0])
         while k < len(items) and items[k][0] <= r:
             _paste(img, emit, items[k])
             k += 1

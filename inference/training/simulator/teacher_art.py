@@ -104,10 +104,11 @@ def _periodic_noise(seed: int, cells: int = 3) -> np.ndarray:
     return out / out.std()
 
 
-# settled snow by token: a share that grows on tall tops; seams only where tokens change
+# settled snow: a dusting over most of the ground, deeper in soft drifts (low contrast: a
+# tile-periodic pattern with sharp edges reads as wallpaper)
 SNOW = np.stack(
     [
-        np.clip((_periodic_noise(7300 + t) + (0.5 if t < spec.BIOME_TOKENS else 0.2)) * 1.5, 0, 1)
+        np.clip((0.74 if t < spec.BIOME_TOKENS else 0.6) + 0.14 * _periodic_noise(7300 + t), 0, 1)
         for t in range(T)
     ]
 ).astype(np.float32)  # (T, 12, 12)
@@ -161,7 +162,7 @@ def _boulder(token: int, rgb, h: int) -> tuple:
 
 def _block(token: int, roof, wall_rgb, h: int, windows: bool) -> tuple:
     """A building: its roof (the tile texture) up over the tile behind, its wall in front."""
-    spr = np.zeros((P + H, P, 4), np.float32)
+    spr = np.zeros((P + H, P, 5), np.float32)
     y0 = H - h
     spr[y0 : y0 + P, :, :3] = roof * (1.12 - 0.12 * (_yy / P))[..., None]
     spr[y0 + P - 1, :, :3] = roof[-1] * 0.7  # the eave
@@ -169,7 +170,8 @@ def _block(token: int, roof, wall_rgb, h: int, windows: bool) -> tuple:
     if windows:
         wy, wx = np.mgrid[0:h, 0:P]
         win = (wy >= 1) & (wy <= h - 3) & ((wx % 4) >= 1) & ((wx % 4) <= 2)
-        wall = np.where(win[..., None], np.array((0.95, 0.85, 0.5), np.float32) * 0.75, wall)
+        wall = np.where(win[..., None], np.array((1.0, 0.86, 0.5), np.float32) * 0.85, wall)
+        spr[y0 + P :, :, 4] = win  # lit windows: they glow at night
     spr[y0 + P :, :, :3] = wall
     spr[y0:, :, 3] = 1
     return spr, (np.ones((C, C), np.float32), h / H)
@@ -239,7 +241,7 @@ def _standing(token: int) -> tuple:
     return None
 
 
-TALL = np.zeros((2, T, P + H, P, 4), np.float32)  # [plain, snowed on]
+TALL = np.zeros((2, T, P + H, P, 5), np.float32)  # [plain, snowed on], RGBA + emission
 OCCLUDE = np.zeros((T, C, C), np.float32)  # shadow caster heights, tiles
 IS_TALL = np.zeros(T, bool)
 for _t in range(T):
@@ -247,6 +249,8 @@ for _t in range(T):
     if made is None:
         continue
     spr, (foot, height) = made
+    if spr.shape[-1] == 4:
+        spr = np.concatenate([spr, np.zeros_like(spr[..., :1])], -1)
     IS_TALL[_t] = True
     OCCLUDE[_t] = foot * height
     TALL[0, _t] = np.clip(spr, 0, 1)
@@ -255,5 +259,6 @@ for _t in range(T):
     top[: P + H - 4] = 1  # snow settles on what faces up, not on the front
     cover = np.clip(np.tile(_periodic_noise(7700 + _t), (2, 1))[: P + H] + 0.9, 0, 1) * top
     snowy[..., :3] = spr[..., :3] * (1 - cover[..., None]) + SNOW_RGB * cover[..., None]
+    snowy[..., 4] *= 1 - cover
     TALL[1, _t] = np.clip(snowy, 0, 1)
 SPRITES12 = resample_sprites(SPRITES.astype(np.float32), P)  # (SPRITE_KINDS, 12, 12, 4)
