@@ -17,7 +17,7 @@ from worlds.models import World
 log = logging.getLogger(__name__)
 
 THUMBNAIL_QUALITY = 85
-EXPORT_CRF = 20  # H.264 quality: near-lossless on 128-pixel pixel art, a few hundred KB a minute
+EXPORT_CRF = 20  # H.264 quality: near-lossless on the decoder's 192-pixel frames
 EXPORT_SCALE = 4  # pixel art: each frame pixel becomes 4x4 (nearest), so players see it crisp
 PREVIEW_S = 4.0  # a card's clip: this long, from the middle of the run, at half the export size
 
@@ -40,7 +40,7 @@ def _replay_engine():
 def export_video(recording_id) -> None:
     """The Celery task's work: replay each camera and encode it (H.264, MP4) with the world,
     version, seed and prompt in its metadata; progress in `video_progress`."""
-    import simplejpeg
+    from inference.serving.frames import jpeg
 
     recording = Recording.objects.select_related("world_version", "world").get(pk=recording_id)
     version = recording.world_version
@@ -61,10 +61,7 @@ def export_video(recording_id) -> None:
             nonlocal done, thumb
             for i, frame in enumerate(frames):
                 if slot == read.lead and i == middle:
-                    jpeg = simplejpeg.encode_jpeg(
-                        frame, quality=THUMBNAIL_QUALITY, colorspace="RGB"
-                    )
-                    thumb = _save(recording, "thumbnail.jpg", jpeg)
+                    thumb = _save(recording, "thumbnail.jpg", jpeg(frame, THUMBNAIL_QUALITY))
                 done += 1
                 if done % 240 == 0:
                     Recording.objects.filter(pk=recording.pk).update(

@@ -19,7 +19,7 @@ from PIL import Image
 from worlds.models import World
 
 SETTLE_FRAMES = 6  # let weather and creatures animate a little before the shot
-SCALE = 4  # 128 px frames -> 512 px covers, nearest-neighbour so pixels stay crisp
+SCALE = 4  # 192 px frames -> 768 px covers, nearest-neighbour so pixels stay crisp
 
 _lock = threading.Lock()
 _engine = None
@@ -36,14 +36,16 @@ def _get_engine():
 
 def weights_digest() -> str:
     """Which weights render covers: the first 16 hex digits of the SHA-256 of the shipped world
-    model file (what `WorldEngine.load` reads), "" where there is none; with the open
-    vocabulary's weights and names, when shipped, digested into it (a new concept re-renders)."""
+    model file (what `WorldEngine.load` reads), "" where there is none; with the frame
+    decoder's weights and the open vocabulary's weights and names, when shipped, digested into
+    it (a retrained decoder or a new concept re-renders)."""
     from inference.world.concepts import CONCEPTS_PATH
-    from inference.world.engine import DEFAULT_WEIGHTS
+    from inference.world.decoder import WEIGHTS_FILE
+    from inference.world.engine import DEFAULT_WEIGHTS, WEIGHTS_DIR
     from inference.world.sprites import WEIGHTS
 
     world = _digest(DEFAULT_WEIGHTS, *_stamp(DEFAULT_WEIGHTS))
-    parts = [_digest(p, *_stamp(p)) for p in (WEIGHTS, CONCEPTS_PATH)]
+    parts = [_digest(p, *_stamp(p)) for p in (WEIGHTS_DIR / WEIGHTS_FILE, WEIGHTS, CONCEPTS_PATH)]
     if not world or not all(parts):
         return world
     return hashlib.sha256("".join([world, *parts]).encode()).hexdigest()[:16]

@@ -25,10 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import simplejpeg
-
 from inference.serving import snapshot
-from inference.serving.frames import FLAG_RESTORED, encode_frame
+from inference.serving.frames import FLAG_RESTORED, encode_frame, jpeg
 from inference.serving.messages import Error, Event
 from inference.serving.scheduler import ChunkController, StepPlan, plan_step
 from inference.serving.session import Camera, LiveSession, SessionStatus
@@ -238,10 +236,7 @@ class EngineCore:
         for player_id, video in out.items():
             if player_id not in batch.by_player:
                 continue
-            frames[player_id] = [
-                simplejpeg.encode_jpeg(frame, quality=self.jpeg_quality, colorspace="RGB")
-                for frame in video
-            ]
+            frames[player_id] = [jpeg(frame, self.jpeg_quality) for frame in video]
         return StepResult(answers=answers, frames=frames, failed=failed)
 
     def collect(self, batch: Batch, result: StepResult, now: float, took: float) -> StepOutputs:

@@ -10,6 +10,9 @@ forwards the bytes untouched.
 
 import struct
 
+import numpy as np
+import simplejpeg
+
 MAGIC = b"PX"
 VERSION = 1
 HEADER = struct.Struct(">2sBBII")  # magic, version, flags, frame no, last applied input seq
@@ -18,6 +21,13 @@ U32_MAX = 0xFFFFFFFF
 
 # Flag bits of the header's flags byte.
 FLAG_RESTORED = 0x01  # first frame after the session was restored from a snapshot
+
+
+def jpeg(frame: np.ndarray, quality: int) -> bytes:
+    """The JPEG of a frame (H, W, 3) uint8, chroma at full resolution (4:4:4): a frame is shown
+    magnified about 3x, and 4:2:0 smeared every coloured edge over two pixels
+    (`bench/encoding.py`, docs/decisions.md)."""
+    return simplejpeg.encode_jpeg(frame, quality=quality, colorspace="RGB", colorsubsampling="444")
 
 
 class FrameError(ValueError):

@@ -159,10 +159,12 @@ def generator_batch(
 
 def classifier_batch(rng, batch: int, device, mixed: float = 0.0, remap: float = 0.0) -> tuple:
     """-> (frames, scene, cell_biomes of the scene as a tensor); a share ``mixed`` of the
-    frames are of mixed worlds, a share ``remap`` has its tile kinds remapped."""
+    frames are of mixed worlds, a share ``remap`` has its tile kinds remapped. The frames are
+    the teacher's (`render_rich`, 192 pixels): the judge reads what the decoder serves."""
     scene, _ = sim.random_scenes(rng, batch, sprite_prob=0.5, things=0.05, mixed=mixed)
     remap_kinds(rng, scene, remap)
-    frames = torch.from_numpy(sim.render(scene)).to(device).float().div(255).permute(0, 3, 1, 2)
+    frames = sim.render_rich(scene)
+    frames = torch.from_numpy(frames).to(device).float().div(255).permute(0, 3, 1, 2)
     return frames, scene, torch.from_numpy(cell_biomes(scene)).to(device)
 
 

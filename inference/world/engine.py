@@ -25,7 +25,9 @@ from threadpoolctl import threadpool_limits
 from inference.world import journal as jn
 from inference.world import spec
 from inference.world import text as text_encoder
+from inference.world.allocator import keep_freed_memory
 from inference.world.concepts import BEHAVIOURS, Concept
+from inference.world.decoder import FrameDecoder, out_side
 from inference.world.dynamics import ASH, FIRE, Dynamics
 from inference.world.evolution import Evolution, covers_near_players
 from inference.world.model import ModelConfig, WorldModel
@@ -90,6 +92,7 @@ class WorldEngine(TerrainGrowth, Evolution):
         device: str = "cpu",
         reader: Reader | None = None,
         dynamics: Dynamics | None = None,
+        decoder: FrameDecoder | None = None,
     ):
         self.device = torch.device(device)
         # the learned dynamics: the world evolves by itself, tick by tick (`evolution`)
@@ -100,9 +103,10 @@ class WorldEngine(TerrainGrowth, Evolution):
         self._sprite_rows: dict[str, int] = {}
         self._sprite_table = torch.zeros(0, SPRITE_SIDE, SPRITE_SIDE, 4)
         self.model = model.to(self.device).eval()
-        self.model.renderer.freeze()
+        # the frame decoder draws every served frame (the shipped weights, or fresh ones)
+        self.decoder = decoder or FrameDecoder.load_or_fresh(WEIGHTS_DIR, self.device)
         self.solid = self.model.solid_table().cpu().numpy()  # (NUM_TOKENS + 2,) bool
-        self.frame_size = spec.FRAME
+        self.frame_size = out_side()
         self.max_chunk = model.cfg.max_chunk
         self.worlds: dict[str, WorldState] = {}
         self._player_world: dict[str, str] = {}
@@ -129,6 +133,7 @@ class WorldEngine(TerrainGrowth, Evolution):
     @classmethod
     def load(cls, device: str = "cpu", weights: str | None = None) -> WorldEngine:
         """Load the shipped weights (inference/weights/) onto device; the text encoder too."""
+        keep_freed_memory()  # the frame loop reuses its pages (allocator.py)
         path = Path(weights) if weights else DEFAULT_WEIGHTS
         if path.exists():
             model = WorldModel.from_file(path)
@@ -349,7 +354,7 @@ class WorldEngine(TerrainGrowth, Evolution):
     def replayer(self) -> WorldEngine:
         """An engine on the same weights that replays journals: it never generates terrain
         (the journal holds it), so nothing it does depends on what this one is doing."""
-        engine = WorldEngine(self.model, str(self.device), self.reader, self.dynamics)
+        engine = WorldEngine(self.model, str(self.device), self.reader, self.dynamics, self.decoder)
         engine.generate = False
         return engine
 
@@ -583,8 +588,8 @@ class WorldEngine(TerrainGrowth, Evolution):
         return world.has_chunks(x, y, spec.FRAME // 2 + 2 * spec.TILE)
 
     def _render(self, scenes: list[tuple]) -> np.ndarray:
-        """-> (len(scenes), F, F, 3) uint8."""
-        return render(self.model, scenes, self._sprite_table, self.device)
+        """-> (len(scenes), F', F', 3) uint8."""
+        return render(self.decoder, scenes, self._sprite_table, self.device)
 
     def _spawn_creature(self, world: WorldState, kind: int, x: int, y: int) -> None:
         dx, dy = spec.spawn_offset(world.seed, world.t, world.spawned)

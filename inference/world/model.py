@@ -526,7 +526,11 @@ class FrameClassifier(nn.Module):
         return out
 
     def with_cells(self, x: torch.Tensor) -> tuple[dict, dict]:
-        """-> (every head's frame logits (B, n), cell heads' logits (B, n, F / 16, F / 16))."""
+        """-> (every head's frame logits (B, n), cell heads' logits (B, n, F / 16, F / 16)).
+        A frame drawn larger than its view (the decoder's 192 pixels of a 128-pixel view) is
+        read at the view's size: a cell is 16 world pixels, two tiles, at any drawing scale."""
+        if x.shape[-1] == spec.FRAME * 3 // 2:
+            x = F.interpolate(x, size=(spec.FRAME, spec.FRAME), mode="area")
         h = self.body(x * 2 - 1)  # (B, 64, F / 16, F / 16)
         mean = h.mean((2, 3))
         pooled = torch.cat([mean, h.amax((2, 3))], 1)

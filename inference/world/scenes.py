@@ -8,11 +8,13 @@ import torch
 
 from inference.world import spec
 from inference.world.concepts import BEHAVIOURS
-from inference.world.model import WorldModel
+from inference.world.decoder import FrameDecoder, out_side
 from inference.world.objects import MAX_LIGHTS, MAX_OBJECTS, SPRITE_SIDE
 from inference.world.state import PlayerState, WorldState
 
-DECODE_BATCH = 512  # frames per renderer forward (bounds memory, not results)
+DECODE_BATCH = (
+    16  # frames per decoder forward (bounds memory: its full-size layers are 16 channels)
+)
 FIRE_TOKEN = spec.FIRST_COVER_TOKEN - 1 + spec.COVERS.index("fire")  # a burning tile, drawn
 
 
@@ -93,13 +95,15 @@ def fire_lights(tokens: np.ndarray, left: int, top: int) -> list[tuple[int, int]
 
 
 def render(
-    model: WorldModel,
+    drawer: FrameDecoder,
     scenes: list[tuple],
     sprite_table: torch.Tensor,
     device: torch.device | str = "cpu",
 ) -> np.ndarray:
-    """-> (len(scenes), F, F, 3) uint8."""
-    frames = np.empty((len(scenes), spec.FRAME, spec.FRAME, 3), np.uint8)
+    """-> (len(scenes), F', F', 3) uint8, drawn by the frame decoder (F' = 192 for the
+    128-pixel view)."""
+    side = out_side()
+    frames = np.empty((len(scenes), side, side, 3), np.uint8)
     for start in range(0, len(scenes), DECODE_BATCH):
         part = scenes[start : start + DECODE_BATCH]
         tokens, sprites = (np.stack([s[i] for s in part]) for i in (0, 5))
@@ -109,7 +113,7 @@ def render(
         )
         dev = device
         into = torch.from_numpy(frames[start : start + len(part)])
-        model.renderer.frames(
+        drawer.frames(
             *(
                 torch.from_numpy(a).to(dev)
                 for a in (tokens, offset, weather, minute, phase, sprites)

@@ -136,7 +136,7 @@ def test_export_renders_an_mp4_per_camera_with_its_frames_and_the_world(run):
         with default_storage.open(key, "rb") as f, av.open(io.BytesIO(f.read())) as box:
             decoded = [frame.to_ndarray(format="rgb24") for frame in box.decode(video=0)]
             meta = box.metadata
-        assert len(decoded) == frames and decoded[0].shape == (512, 512, 3)
+        assert len(decoded) == frames and decoded[0].shape == (768, 768, 3)
         assert meta["title"] == version.title and f"seed {version.seed}" in meta["comment"]
         assert meta["description"] == version.prompt
     assert "/thumbnail.jpg" in body["thumbnail_url"]
@@ -230,7 +230,7 @@ def test_a_published_run_becomes_its_world_card_clip_and_the_creator_picks_anoth
     assert world.preview_run == first.pk and not world.preview_picked
     with default_storage.open(world.preview_clip, "rb") as f, av.open(io.BytesIO(f.read())) as box:
         clip = [frame.to_ndarray(format="rgb24") for frame in box.decode(video=0)]
-    assert len(clip) == 96 and clip[0].shape == (256, 256, 3)  # 4 s, half the export's size
+    assert len(clip) == 96 and clip[0].shape == (384, 384, 3)  # 4 s, half the export's size
     home = _client().get("/").content.decode()
     assert f'class="card-clip" data-src="{world.preview_clip_url.split("?")[0]}' in home
     # the world's page lists its public runs

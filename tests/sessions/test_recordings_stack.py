@@ -12,11 +12,11 @@ import os
 import av
 import httpx
 import pytest
-import simplejpeg
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from inference.serving import recording as rec
+from inference.serving.frames import jpeg
 from inference.world.engine import WorldEngine
 from inference.world.state import state_from_bytes
 from sessions.world_store import StorageWorldStore
@@ -161,10 +161,7 @@ async def test_a_two_minute_shared_run_replays_exports_and_forks(stack):
     engine = WorldEngine.load()
     engine.generate = False
     for slot, frames in enumerate(got):
-        again = [
-            simplejpeg.encode_jpeg(f, quality=80, colorspace="RGB")
-            for f in rec.Replay(engine, recording).frames(slot)
-        ]
+        again = [jpeg(f, 80) for f in rec.Replay(engine, recording).frames(slot)]
         assert len(again) == body["cameras"][str(slot)] >= PLAY_S * 10
         assert len(frames) >= 0.9 * len(again), "the client got most frames"
         wrong = [n for n, jpeg in frames.items() if n >= len(again) or again[n] != jpeg]
@@ -234,4 +231,4 @@ async def test_a_two_minute_shared_run_replays_exports_and_forks(stack):
     (was,) = [p for p in there.players if p.player_id == avatar]
     assert [(p.slot, p.x, p.y) for p in began.players] == [(0, was.x, was.y)]
     drawn = next(iter(rec.Replay(engine, forked).frames(0)))
-    assert number == 0 and simplejpeg.encode_jpeg(drawn, quality=80, colorspace="RGB") == first
+    assert number == 0 and jpeg(drawn, 80) == first

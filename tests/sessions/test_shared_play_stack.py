@@ -16,6 +16,7 @@ from rest_framework.authtoken.models import Token
 
 from inference.serving.frames import FLAG_RESTORED, decode_header, frame_jpeg
 from inference.world import spec
+from inference.world.decoder import scaled
 from sessions.world_store import PREFIX
 from tests.inference.serving.worker_support import WAIT_S, pixels, unique
 from tests.sessions.play_fixtures import make_user, make_world
@@ -122,8 +123,8 @@ class Player:
 def _avatar_nearest(jpeg: bytes, dx: int, dy: int) -> int:
     """Which avatar colour the frame shows at this offset from its centre (the viewer)."""
     image = pixels(jpeg).astype(int)
-    cx, cy = spec.FRAME // 2 + dx, spec.FRAME // 2 + dy
-    patch = image[cy - 2 : cy + 2, cx - 2 : cx + 2].reshape(-1, 3)
+    cx, cy = (int(scaled(spec.FRAME // 2 + d)) for d in (dx, dy))  # frames are drawn at 1.5x
+    patch = image[cy - 3 : cy + 3, cx - 3 : cx + 3].reshape(-1, 3)
     distances = [np.abs(patch - np.array(rgb)).sum(1).min() for rgb in spec.AVATAR_RGB]
     return int(np.argmin(distances))
 

@@ -118,7 +118,7 @@ def test_render_covers_renders_again_what_older_weights_made(owner, settings):
             "lacks": None,
         }
     with worlds[1].cover.open("rb") as f:
-        assert Image.open(f).size == (512, 512)  # the model's frame, not the stand-in
+        assert Image.open(f).size == (768, 768)  # the model's frame, not the stand-in
     call_command("render_covers", stdout=(out := io.StringIO()))
     assert out.getvalue().strip() == "Rendered 0 worlds."  # a no-op once done
     call_command("render_covers", "--regenerate", stdout=(out := io.StringIO()))

@@ -9,6 +9,7 @@ import torch
 from PIL import Image
 
 from inference.world import spec
+from inference.world.decoder import out_side
 from inference.world.engine import WEIGHTS_DIR
 from inference.world.model import load_classifier
 from worlds.cover_render import SCALE, render_cover_png
@@ -50,7 +51,8 @@ def test_every_demo_world_has_a_look():
 def test_the_cover_shows_the_biome_the_title_promises(classifier, title, prompt, seed):
     png = render_cover_png(prompt=prompt, seed=seed)  # the demo world's own seed (load_demo)
     image = Image.open(io.BytesIO(png))
-    assert image.size == (spec.FRAME * SCALE, spec.FRAME * SCALE)
+    side = out_side() * SCALE
+    assert image.size == (side, side)
     frame = np.asarray(image.convert("RGB"))[::SCALE, ::SCALE]  # the frame the model rendered
     with torch.no_grad():
         logits = classifier(torch.from_numpy(frame.copy()).float().div(255).permute(2, 0, 1)[None])

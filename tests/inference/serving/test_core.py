@@ -55,7 +55,7 @@ def test_new_keys_are_answered_by_a_frame_the_step_returns(core):
     version, _, frame_no, seq = decode_header(data)
     assert (camera.session_id, version, frame_no, seq) == ("s1", 1, 0, 5)
     image = simplejpeg.decode_jpeg(frame_jpeg(data), colorspace="RGB")
-    assert image.shape == (128, 128, 3)
+    assert image.shape == (192, 192, 3)
     assert (outputs.events, outputs.failed) == ([], [])
 
 

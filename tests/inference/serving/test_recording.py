@@ -4,11 +4,10 @@ byte; a fork starts from the world as it was at a frame; bad recordings are refu
 import random
 
 import pytest
-import simplejpeg
 
 from inference.serving import recording as rec
 from inference.serving.core import EngineCore
-from inference.serving.frames import decode_header, frame_jpeg
+from inference.serving.frames import decode_header, frame_jpeg, jpeg
 from inference.serving.session import Camera, LiveSession
 from inference.world import journal as jn
 from inference.world.state import state_from_bytes
@@ -111,10 +110,7 @@ def test_a_shared_run_replays_to_the_frames_sent_byte_for_byte(core, engine):
             assert [decode_header(d)[2] for d in sent[(session.session_id, slot)]] == list(
                 range(len(live))
             )
-            again = [
-                simplejpeg.encode_jpeg(f, quality=core.jpeg_quality, colorspace="RGB")
-                for f in replay.frames(slot)
-            ]
+            again = [jpeg(f, core.jpeg_quality) for f in replay.frames(slot)]
             assert recording.cameras[slot].frames == len(live) > 100
             assert again == live, f"{session.session_id} camera {slot} differs"
 

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from inference.world import spec
+from inference.world.decoder import scaled
 from inference.world.engine import PromptError, SnapshotError
 
 
@@ -96,12 +97,19 @@ def test_a_player_sees_the_other_avatar_where_it_stands(engine, clear_world):
     other = engine.add_player(wid)
     a, b = engine.worlds[wid].players
     together = engine.step({pid: frozenset(), other: frozenset()}, {pid: 1, other: 1})[pid][-1]
-    sx = b.x - a.x + spec.FRAME // 2 - spec.SPRITE // 2
-    sy = b.y - a.y + spec.FRAME // 2 - spec.SPRITE // 2
-    box = (slice(sy, sy + spec.SPRITE), slice(sx, sx + spec.SPRITE))
+    # drawn at 1.5x: the sprite's 12 x 12 pixels, and its shadow within 16 pixels of them
+    sx, sy = (
+        int(scaled(v))
+        for v in (
+            b.x - a.x + spec.FRAME // 2 - spec.SPRITE // 2,
+            b.y - a.y + spec.FRAME // 2 - spec.SPRITE // 2,
+        )
+    )
+    s = scaled(spec.SPRITE)
+    box = (slice(sy, sy + s), slice(sx, sx + s))
     assert np.abs(together[box].astype(int) - alone[box].astype(int)).sum() > 0
     outside = np.ones(alone.shape[:2], bool)
-    outside[box] = False
+    outside[max(0, sy - 16) : sy + s + 16, max(0, sx - 16) : sx + s + 16] = False
     np.testing.assert_array_equal(together[outside], alone[outside])
 
 

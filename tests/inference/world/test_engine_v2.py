@@ -98,7 +98,7 @@ def test_a_renderer_still_training_draws_uint8_frames_too():
 
 def test_frames_are_128_pixels_square(engine, clear_world):
     _, pid = clear_world
-    assert _frame(engine, pid).shape == (128, 128, 3)
+    assert _frame(engine, pid).shape == (192, 192, 3)
 
 
 @pytest.mark.parametrize("thing", ["campfire", "house", "bridge", "statue", "tent", "fence"])

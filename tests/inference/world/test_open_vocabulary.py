@@ -11,6 +11,7 @@ import pytest
 from inference.world import spec
 from inference.world import state as world_state
 from inference.world.concepts import BEHAVIOURS
+from inference.world.decoder import scaled
 from inference.world.engine import UnsupportedEvent
 from inference.world.objects import is_water_token
 from inference.world.state import SnapshotError
@@ -49,7 +50,7 @@ def test_an_event_naming_a_thing_the_old_model_lacked_is_applied(engine, clear_w
         assert any(name in got.split() for got in _things(engine, wid)), (text, name)
     after = _frame(engine, pid)
     # drawn right of the player, in the frame the player sees
-    assert (after.astype(int) - before).any(-1)[:, spec.FRAME // 2 :].sum() > 40, text
+    assert (after.astype(int) - before).any(-1)[:, engine.frame_size // 2 :].sum() > 40, text
 
 
 def test_text_naming_nothing_drawable_is_still_unsupported_and_changes_nothing(engine, clear_world):
@@ -131,9 +132,9 @@ def test_a_light_giver_lights_the_night_around_it(engine, clear_world):
     engine.apply_event(wid, "a lantern", near=pid)
     lit = _frame(engine, pid).astype(int)
     lantern = _thing(engine, wid, "lantern")
-    x = lantern.x - (world.players[0].x - spec.FRAME // 2)
-    y = lantern.y - (world.players[0].y - spec.FRAME // 2)
-    ring = (slice(y - 16, y + 16), slice(x + 10, x + 20))  # beside the sprite, on the ground
+    x = int(scaled(lantern.x - (world.players[0].x - spec.FRAME // 2)))  # drawn at 1.5x
+    y = int(scaled(lantern.y - (world.players[0].y - spec.FRAME // 2)))
+    ring = (slice(y - 24, y + 24), slice(x + 15, x + 30))  # beside the sprite, on the ground
     assert lit[ring].mean() > dark[ring].mean() + 10
 
 
@@ -146,7 +147,7 @@ def test_a_prompt_places_what_it_names_where_the_player_meets_it(engine):
     tower = _thing(engine, wid, "lighthouse")
     player = engine.worlds[wid].players[0]
     assert abs(tower.x - player.x) < spec.FRAME // 2 and abs(tower.y - player.y) < spec.FRAME // 2
-    assert _frame(engine, pid).shape == (spec.FRAME, spec.FRAME, 3)
+    assert _frame(engine, pid).shape == (engine.frame_size, engine.frame_size, 3)
     engine.drop_world(wid)
 
 
@@ -183,7 +184,7 @@ def test_a_world_made_before_the_open_vocabulary_still_loads(engine, clear_world
     world = engine.worlds[wid]
     assert world.objects == [] and world.chunks.keys() == canvas.keys()
     assert all(np.array_equal(world.chunks[k], canvas[k]) for k in canvas)
-    assert _frame(engine, pid).shape == (spec.FRAME, spec.FRAME, 3)
+    assert _frame(engine, pid).shape == (engine.frame_size, engine.frame_size, 3)
     assert engine.snapshot(wid)[4:6] == (4).to_bytes(2, "big")  # saved again as version 4
 
 

@@ -1,0 +1,91 @@
+"""The frame decoder: the network that draws every served frame (issue 47)."""
+
+import numpy as np
+import pytest
+import torch
+
+from inference.training import simulator as sim
+from inference.world import spec
+from inference.world.decoder import FrameDecoder, out_side, paste_layer, scaled
+from inference.world.engine import WEIGHTS_DIR
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    return FrameDecoder.load(WEIGHTS_DIR)
+
+
+def tensors(scene):
+    return [
+        torch.from_numpy(np.asarray(a))
+        for a in (scene.tokens, scene.offset, scene.weather, scene.minute, scene.phase)
+    ] + [torch.from_numpy(scene.sprites)]
+
+
+def scenes(n=4, frame=spec.FRAME, seed=3):
+    scene, _ = sim.random_scenes(np.random.default_rng(seed), n, frame=frame, seeds=(2**30, 2**31))
+    return scene
+
+
+def test_a_128_pixel_view_is_drawn_at_192_and_a_64_pixel_one_at_96(decoder):
+    for frame in (spec.FRAME, 64):
+        out = decoder.frames(*tensors(scenes(2, frame)))
+        assert out.dtype == torch.uint8
+        assert out.shape == (2, out_side(frame), out_side(frame), 3)
+    assert out_side() == 192
+
+
+def test_the_same_scene_draws_the_same_bytes(decoder):
+    args = tensors(scenes(3))
+    assert torch.equal(decoder.frames(*args), decoder.frames(*args))
+
+
+def test_the_shipped_decoder_draws_what_the_teacher_draws_on_unseen_worlds(decoder):
+    scene = scenes(8, seed=11)
+    drawn = decoder.frames(*tensors(scene)).numpy().astype(np.float64)
+    teacher = sim.render_rich(scene).astype(np.float64)
+    mse = ((drawn - teacher) ** 2).mean()
+    psnr = 10 * np.log10(255.0**2 / mse)
+    assert psnr > 24.0, psnr
+    # and not the old flat atlas: the same views upscaled from the simulator's flat drawing
+    flat = sim.render(scene).repeat(3, 1).repeat(3, 2)[:, ::2, ::2].astype(np.float64)
+    assert ((drawn - teacher) ** 2).mean() < ((flat - teacher) ** 2).mean()
+
+
+def test_a_camera_two_pixels_on_moves_the_picture_three_pixels(decoder):
+    """Translation-equivariant: where nothing moves, the view 2 world pixels to the right is
+    the same picture 3 output pixels to the left (away from the window's edges)."""
+    scene = scenes(1, seed=5)
+    scene.sprites[:] = -1
+    scene.offset[:] = (2, 0)
+    a = decoder.frames(*tensors(scene)).numpy()[0].astype(int)
+    scene.offset[:] = (4, 0)
+    b = decoder.frames(*tensors(scene)).numpy()[0].astype(int)
+    m = 48  # the receptive field's reach of the window's edge, and more
+    assert np.abs(a[m:-m, m + 3 : -m] - b[m:-m, m : -m - 3]).max() <= 1
+
+
+def test_a_sprite_is_pasted_at_one_and_a_half_times_its_position():
+    table = torch.zeros(1, 12, 12, 4)
+    table[0, :, :, :] = torch.tensor([1.0, 0.0, 0.0, 1.0])
+    sprites = torch.full((1, spec.MAX_SPRITES, 3), -1)
+    sprites[0, 0] = torch.tensor([0, 10, 6])  # world frame pixels
+    origin = 12 + scaled(np.array([[3, 5]]))  # offset (3, 5)
+    n = out_side() // 4 + 1
+    layers, cover = paste_layer(sprites, table, None, origin, spec.WINDOW, n, torch.float32)
+    cells = layers[0, :, 3].view(n, n, 4, 4).permute(0, 2, 1, 3).reshape(4 * n, 4 * n)
+    ys, xs = torch.nonzero(cells, as_tuple=True)
+    r0 = origin[0] // 4 * 4  # the region starts at this window pixel
+    assert (xs.min().item() + r0[0], ys.min().item() + r0[1]) == (
+        origin[0, 0] + 15,
+        origin[0, 1] + 9,
+    )
+    assert xs.max() - xs.min() == 11 and ys.max() - ys.min() == 11
+    assert cover.sum().item() == pytest.approx(144 / 16)
+
+
+def test_fresh_weights_draw_when_none_are_shipped(tmp_path, caplog):
+    fresh = FrameDecoder.load_or_fresh(tmp_path)
+    out = fresh.frames(*tensors(scenes(1)))
+    assert out.shape == (1, 192, 192, 3)
+    assert "no frame decoder weights" in caplog.text
