@@ -24,7 +24,7 @@ from tests.stack import stack_env as base_env
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS = {
-    "pubsub": "channels_redis.pubsub.RedisPubSubChannelLayer",
+    "pubsub": "sessions.channel_layer.FrameCappedPubSubChannelLayer",  # the default
     "core": "channels_redis.core.RedisChannelLayer",
 }
 

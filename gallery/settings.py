@@ -117,14 +117,15 @@ if USING_POSTGRES and DB_POOL_MAX_SIZE > 0:
 # --- Redis: channel layer, cache, Celery ----------------------------------------------------
 REDIS_URL = envstr("REDIS_URL", "")
 if REDIS_URL:
+    CHANNEL_LAYER_BACKEND = envstr(
+        "CHANNEL_LAYER_BACKEND", "sessions.channel_layer.FrameCappedPubSubChannelLayer"
+    )
     CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": envstr(
-                "CHANNEL_LAYER_BACKEND", "channels_redis.pubsub.RedisPubSubChannelLayer"
-            ),
-            "CONFIG": {"hosts": [REDIS_URL]},
-        }
+        "default": {"BACKEND": CHANNEL_LAYER_BACKEND, "CONFIG": {"hosts": [REDIS_URL]}}
     }
+    if CHANNEL_LAYER_BACKEND == "sessions.channel_layer.FrameCappedPubSubChannelLayer":
+        # frames a socket's channel holds unread before the oldest is dropped (the rest: all)
+        CHANNEL_LAYERS["default"]["CONFIG"]["frame_backlog"] = envint("CHANNEL_FRAME_BACKLOG", 24)
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
