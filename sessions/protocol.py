@@ -7,7 +7,6 @@ client sees; `abuse=True` errors close the socket with a 4xxx code instead.
 
 import json
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,8 +16,11 @@ from inference.world.spec import KEYS, MAX_PROMPT_CHARS
 MAX_MESSAGE_BYTES = 4096
 MAX_SEQ = 2**32 - 1  # echoed back as a u32 in the frame header
 MAX_PING_T = 2**53  # a ping's timestamp: any number a browser clock gives, echoed back
-RATE_LIMIT_MESSAGES = 60
-RATE_LIMIT_WINDOW_S = 1.0
+# A token bucket (MessageRateLimiter): play sends ~4 messages a second with a key held, ~20 at
+# its busiest. The burst is what a stalled web process reads at once when it wakes: everything the
+# browser kept sending meanwhile (15 s of the busiest play).
+RATE_LIMIT_PER_S = 60
+RATE_LIMIT_BURST = 300
 
 # WebSocket close codes (4000-4999 are the application's own).
 CLOSE_NOT_FOUND = 4404
@@ -184,27 +186,33 @@ _PARSERS: dict[str, Callable[[dict], ClientMessage]] = {
 
 
 class MessageRateLimiter:
-    """Sliding window: more than `limit` messages within `window` seconds is flooding."""
+    """Token bucket: ``rate`` messages a second sustained, ``burst`` at once. A sliding window of
+    60 a second closed every player of a process that had stalled for a few seconds: what their
+    browsers sent meanwhile arrived as one burst. Time passed in a stall refills the bucket, so a
+    burst of normal play passes, while a flood outruns ``rate`` and empties it within seconds."""
 
     def __init__(
         self,
         *,
-        limit: int = RATE_LIMIT_MESSAGES,
-        window: float = RATE_LIMIT_WINDOW_S,
+        rate: float = RATE_LIMIT_PER_S,
+        burst: int = RATE_LIMIT_BURST,
         clock: Callable[[], float] = time.monotonic,
     ):
-        self.limit = limit
-        self.window = window
+        self.rate = rate
+        self.burst = burst
         self.clock = clock
-        self._times: deque[float] = deque(maxlen=limit)
+        self._tokens = float(burst)
+        self._last = clock()
 
     def check(self) -> None:
-        """Count one message; raise the abuse ProtocolError when it is one too many."""
+        """Count one message; raise the abuse ProtocolError when the bucket is empty."""
         now = self.clock()
-        if len(self._times) == self.limit and now - self._times[0] < self.window:
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens < 1:
             raise ProtocolError(
                 "rate_limited",
-                f"More than {self.limit} messages per second.",
+                f"More than {self.rate:g} messages per second.",
                 abuse=True,
             )
-        self._times.append(now)
+        self._tokens -= 1

@@ -248,13 +248,32 @@ async def test_flooding_closes_the_socket_with_4429(worker_slots):
     stage = await _stage(worker_slots)
     socket = _socket(stage.play_path, stage.key)
     assert (await socket.connect(WAIT))[0]
-    for seq in range(200):
+    for seq in range(3000):  # the burst allowance (300) ten times over, as fast as it goes
         await socket.send_to(text_data=json.dumps({"type": "input", "seq": seq, "keys": ["w"]}))
     error = await _json(socket, "error")
     code = await _closed_with(socket)
     await socket.disconnect()
     assert error["code"] == "rate_limited"
     assert code == 4429
+
+
+async def test_a_burst_of_play_held_back_by_a_stall_keeps_the_socket(worker_slots):
+    # 10 s of held keys and key changes (~15 a second) that a stalled process reads at once
+    stage = await _stage(worker_slots)
+    async with Inbox(get_channel_layer(), worker_channel(stage.worker)) as inbox:
+        socket = await _connected(stage, inbox)
+        for seq in range(150):
+            keys = ["w"] if seq % 3 else ["w", "d"]
+            await socket.send_to(text_data=json.dumps({"type": "input", "seq": seq, "keys": keys}))
+        await socket.send_to(text_data='{"type": "ping", "t": 1}')
+        seen = []
+        while not seen or seen[-1] != "pong":
+            seen.append((await _json(socket))["type"])
+        last = await inbox.next("session.input")
+        while last["seq"] != 149:
+            last = await inbox.next("session.input")
+        await socket.disconnect()
+    assert "error" not in seen
 
 
 async def test_a_blocked_world_event_is_rejected_before_the_worker(worker_slots):

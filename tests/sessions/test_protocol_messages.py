@@ -90,22 +90,61 @@ def test_it_refuses_binary_messages():
     assert _code(None, b"\x00\x01") == "bad_message"
 
 
-def test_the_61st_message_within_a_second_is_flooding():
-    now = [100.0]
-    limiter = MessageRateLimiter(limit=60, window=1.0, clock=lambda: now[0])
-    for _ in range(60):
-        limiter.check()
-    with pytest.raises(ProtocolError) as info:
-        limiter.check()
-    assert info.value.abuse and info.value.code == "rate_limited"
+def _limiter(now: list[float]) -> MessageRateLimiter:
+    return MessageRateLimiter(rate=60, burst=300, clock=lambda: now[0])
+
+
+def _messages_until_flooding(limiter: MessageRateLimiter, now: list[float], every_s: float) -> int:
+    for sent in range(100_000):
+        try:
+            limiter.check()
+        except ProtocolError as exc:
+            assert exc.abuse and exc.code == "rate_limited"
+            return sent
+        now[0] += every_s
+    return -1  # never
 
 
 def test_a_steady_sixty_messages_a_second_is_allowed():
     now = [100.0]
-    limiter = MessageRateLimiter(limit=60, window=1.0, clock=lambda: now[0])
-    for _ in range(300):
+    assert _messages_until_flooding(_limiter(now), now, every_s=1 / 59.9) == -1
+
+
+def test_what_a_stall_held_back_is_not_flooding_when_it_arrives_at_once():
+    # 10 s of the busiest play (20 messages a second) reach a process waking from a stall: the
+    # old window (60 in any second) closed the socket at the 61st.
+    now = [100.0]
+    limiter = _limiter(now)
+    for _ in range(200):
         limiter.check()
-        now[0] += 1 / 59.9  # just under the limit (exactly 60 is float-fragile)
+    now[0] += 1.0
+    assert _messages_until_flooding(limiter, now, every_s=1 / 20) == -1
+
+
+def test_a_second_stall_soon_after_the_first_is_not_flooding_either():
+    now = [100.0]
+    limiter = _limiter(now)
+    for _stall in range(3):
+        for _ in range(200):  # 10 s of busy play held back, then at once
+            limiter.check()
+        now[0] += 5.0  # play resumes, the bucket refills
+
+
+def test_a_sustained_flood_is_closed_within_a_second():
+    now = [100.0]
+    sent = _messages_until_flooding(_limiter(now), now, every_s=1 / 1000)
+    assert 300 < sent < 400  # the burst, plus 60 a second of refill
+
+
+def test_a_flood_just_over_the_rate_is_closed_once_the_burst_is_spent():
+    now = [100.0]
+    sent = _messages_until_flooding(_limiter(now), now, every_s=1 / 100)
+    assert 0 < sent < 100 * 10  # 300 / (100 - 60) s = 7.5 s
+
+
+def test_more_than_the_burst_at_once_is_flooding():
+    now = [100.0]
+    assert _messages_until_flooding(_limiter(now), now, every_s=0.0) == 300
 
 
 def test_real_unicode_and_a_paired_surrogate_escape_are_text():
