@@ -9,6 +9,7 @@ from inference.training.simulator.appearance import (
     light_affine,
 )
 from inference.training.simulator.phrasing import event_for, event_text, world_prompt
+from inference.training.simulator.teacher import SCALE, out_side, render_rich
 from inference.training.simulator.world import (
     TRAIN_SEED_LIMIT,
     Scene,
@@ -46,15 +47,3 @@ __all__ = [
     "window_origin",
     "world_prompt",
 ]
-
-_TEACHER = ("SCALE", "out_side", "render_rich")
-
-
-def __getattr__(name: str):
-    # the rich teacher on first use: imported here eagerly, `python -m ...simulator.teacher`
-    # would find its own module loaded twice
-    if name in _TEACHER:
-        from inference.training.simulator import teacher
-
-        return getattr(teacher, name)
-    raise AttributeError(name)

@@ -385,18 +385,3 @@ def _centre_cells() -> torch.Tensor:
     c = torch.zeros(C, C)
     c[C // 2 - 1 : C // 2 + 1, C // 2 - 1 : C // 2 + 1] = 0.25
     return c
-
-
-def main(argv: list[str] | None = None) -> None:
-    import argparse
-
-    from inference.training.simulator.teacher_sheet import contact_sheet
-
-    parser = argparse.ArgumentParser(description="Draw the rich teacher's contact sheet.")
-    parser.add_argument("--sheet", default="var/teacher_sheet.png", help="PNG to write")
-    args = parser.parse_args(argv)
-    contact_sheet(args.sheet)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,8 @@
 """A contact sheet of the rich teacher: the same few places over a day and in weather, and the
-flat `render` beside them, to judge it by eye (`python -m ...simulator.teacher --sheet X`)."""
+flat `render` beside them, to judge it by eye.
+
+    python -m inference.training.simulator.teacher_sheet [--sheet var/teacher_sheet.png]
+"""
 
 from __future__ import annotations
 
@@ -130,3 +133,16 @@ def contact_sheet(path: str) -> None:
         old = Image.fromarray(render(scene)[0]).resize((f, f), Image.NEAREST)
         sheet.paste(old, (pad + len(COLUMNS) * (f + pad), y))
     sheet.save(path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Draw the rich teacher's contact sheet.")
+    parser.add_argument("--sheet", default="var/teacher_sheet.png", help="PNG to write")
+    args = parser.parse_args(argv)
+    contact_sheet(args.sheet)
+
+
+if __name__ == "__main__":
+    main()
