@@ -7,6 +7,7 @@ from django.db import transaction
 from gallery.lookalike import skeleton
 from gallery.models import User
 from worlds import ratelimit
+from worlds.catalog_cache import catalog_changed
 from worlds.moderation import policy
 
 
@@ -59,4 +60,8 @@ def user_update_profile(*, user: User, display_name: str, bio: str) -> User:
     user.bio = bio.strip()
     user.full_clean(exclude=["password"])
     user.save(update_fields=["display_name", "bio"])
+    # their profile's head and their cards show it: the shared renderings go, now and once the
+    # write commits (a page between the two may have kept the old ones)
+    catalog_changed()
+    transaction.on_commit(catalog_changed)
     return user

@@ -10,7 +10,6 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from gallery import selectors as account_selectors
@@ -19,7 +18,7 @@ from gallery.forms import LoginView, ProfileForm, SignUpForm
 from gallery.models import User
 from sessions.client_ip import client_ip
 from worlds import selectors
-from worlds.catalog_cache import cached_for_visitors, cached_fragment, page_digest
+from worlds.catalog_cache import cached_for_visitors, cached_fragment, hearts_filled, page_digest
 from worlds.forms import render_form
 from worlds.models import Category
 
@@ -27,31 +26,26 @@ PER_PAGE = 24
 login_view = LoginView.as_view()
 
 
-def _page(request: HttpRequest, queryset, liked: bool = True) -> dict:
-    """One page of worlds, which of them the viewer liked (none where not ``liked``: a page
-    for everyone), and the query to keep across pages."""
+def _page(request: HttpRequest, queryset) -> dict:
+    """One page of worlds for everyone (no heart full: `hearts_filled` fills a viewer's), and
+    the query to keep across pages."""
     page = Paginator(queryset, PER_PAGE).get_page(request.GET.get("page"))
     params = request.GET.copy()
     params.pop("page", None)
-    viewer = request.user if liked else None
-    return {
-        "page": page,
-        "liked": selectors.world_liked_ids(worlds=page.object_list, viewer=viewer),
-        "page_query": f"{params.urlencode()}&" if params else "",
-    }
-
-
-def _hearts_filled(html: str, liked: set[int]) -> str:
-    """Cards rendered for everyone (every heart empty) with these worlds' hearts full: the
-    marks are gallery/_card.html's."""
-    for pk in liked:
-        html = html.replace(f'data-heart="{pk}">♡', f'data-heart="{pk}">♥')
-    return mark_safe(html)  # noqa: S308 (the rendered cards, one fixed mark swapped)
+    return {"page": page, "liked": set(), "page_query": f"{params.urlencode()}&" if params else ""}
 
 
 def _sort(request: HttpRequest, default: str = selectors.DEFAULT_SORT) -> str:
     sort = request.GET.get("sort", default)
     return sort if sort in selectors.SORTS or sort == "relevance" else default
+
+
+def _shared_grid(request: HttpRequest, name: str, render_grid) -> str:
+    """A page's cards rendered once for everyone per catalog version and page (`name` says
+    whose cards: a fragment for one person has its own name), with this viewer's hearts
+    filled in. `render_grid()` returns the HTML and the ids of the worlds it shows."""
+    html, shown = cached_fragment(f"{name}:{page_digest(request)}", render_grid)
+    return hearts_filled(html, selectors.world_liked_ids(worlds=shown, viewer=request.user))
 
 
 @require_GET
@@ -66,7 +60,7 @@ def home(request: HttpRequest) -> HttpResponse:
         return html, [world.pk for worlds in lists for world in worlds]
 
     html, shown = cached_fragment("home-cards", cards)
-    html = _hearts_filled(html, selectors.world_liked_ids(worlds=shown, viewer=request.user))
+    html = hearts_filled(html, selectors.world_liked_ids(worlds=shown, viewer=request.user))
     return render(request, "gallery/home.html", {"rows_html": html})
 
 
@@ -86,14 +80,13 @@ def category(request: HttpRequest, category: str) -> HttpResponse:
     label = Category(category).label
 
     def grid() -> tuple[str, list[int]]:
-        page = _page(request, worlds, liked=False)
+        page = _page(request, worlds)
         html = render_to_string("gallery/_category_grid.html", page | {"category_label": label})
         return html, [w.pk for w in page["page"].object_list]
 
     # The cards are the same for everyone: rendered once per catalog version and page, with a
     # signed-in person's own hearts filled in.
-    html, shown = cached_fragment(f"category-grid:{page_digest(request)}", grid)
-    html = _hearts_filled(html, selectors.world_liked_ids(worlds=shown, viewer=request.user))
+    html = _shared_grid(request, "category-grid", grid)
     context = {"grid_html": html, "category": category, "category_label": label, "sort": sort}
     return render(request, "gallery/category.html", context | {"sorts": selectors.SORTS})
 
@@ -106,10 +99,16 @@ def search(request: HttpRequest) -> HttpResponse:
     if category_value not in Category.values:
         category_value = ""
     sort = _sort(request, default="relevance" if query else selectors.DEFAULT_SORT)
-    results = selectors.world_search(
-        query=query, viewer=request.user, category=category_value or None, sort=sort
-    )
-    context = _page(request, results) | {
+
+    def grid() -> tuple[str, list[int]]:
+        results = selectors.world_search(query=query, category=category_value or None, sort=sort)
+        page = _page(request, results)
+        html = render_to_string("gallery/_search_grid.html", page | {"query": query})
+        return html, [w.pk for w in page["page"].object_list]
+
+    # Results are the same for everyone (only published worlds): shared, as a category's.
+    context = {
+        "grid_html": _shared_grid(request, "search-grid", grid),
         "query": query,
         "category": category_value,
         "categories": Category.choices,
@@ -122,13 +121,27 @@ def search(request: HttpRequest) -> HttpResponse:
 @require_GET
 @cached_for_visitors
 def profile(request: HttpRequest, username: str) -> HttpResponse:
-    try:
-        person = account_selectors.user_get_profile(username=username)
-    except User.DoesNotExist:
-        raise Http404("No such creator") from None
-    worlds = selectors.world_list(viewer=request.user, creator=person, sort="new")
-    context = _page(request, worlds) | {"person": person, "is_self": person == request.user}
-    return render(request, "gallery/profile.html", context)
+    # The owner's own page lists their drafts and private runs: a fragment of its own, named by
+    # their id, so no one else's page can ever be served from it. Everyone else shares one.
+    viewer = request.user
+    is_self = viewer.is_authenticated and viewer.username == username
+    name = f"profile-own:{viewer.pk}" if is_self else "profile"
+
+    def body() -> tuple[str, list[int], str]:
+        try:
+            person = account_selectors.user_get_profile(username=username)
+        except User.DoesNotExist:
+            raise Http404("No such creator") from None
+        own = is_self and person.pk == viewer.pk
+        worlds = selectors.world_list(viewer=viewer if own else None, creator=person, sort="new")
+        page = _page(request, worlds)
+        context = page | {"person": person, "is_self": own, "path": request.path}
+        html = render_to_string("gallery/_profile_body.html", context)  # no request: no viewer
+        return html, [w.pk for w in page["page"].object_list], person.public_name
+
+    html, shown, title = cached_fragment(f"{name}:{page_digest(request)}", body)
+    html = hearts_filled(html, selectors.world_liked_ids(worlds=shown, viewer=viewer))
+    return render(request, "gallery/profile.html", {"body_html": html, "title": title})
 
 
 def _safe_next(request: HttpRequest) -> str:

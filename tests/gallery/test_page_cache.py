@@ -32,20 +32,32 @@ def test_an_anonymous_page_is_rendered_once_and_shared(owner, settings, page):
     assert again == first and world_queries == 0
 
 
-# (the home page's rows and a category's cards are one fragment for everyone, signed in or
+# (every catalog page's cards, runs and remixes are one fragment for everyone, signed in or
 # not, a liker's hearts filled in: tests/gallery/test_signed_in_pages.py)
 @pytest.mark.parametrize("page", PAGES[2:])
 def test_signed_in_people_get_their_own_rendering(owner, outsider, settings, page):
     settings.HOME_CACHE_SECONDS = 60
     world = make_world(owner, title="Copper Canyon", featured=True)
     url = page.format(user=owner.username, slug=world.slug)
-    assert "Copper Canyon" in Client().get(url).content.decode()
-    World.objects.filter(pk=world.pk).update(title="Copper Gorge")
+    crowd = Client().get(url).content.decode()
+    assert "Copper Canyon" in crowd and "/accounts/login/" in crowd
     person = Client()
     person.force_login(outsider)
     html = person.get(url).content.decode()
+    assert "Copper Canyon" in html and html != crowd
+    assert f"/u/{outsider.username}/" in html and "/accounts/login/" not in html
+
+
+def test_a_signed_in_world_page_reads_its_world_as_it_is_now(owner, outsider, settings):
+    settings.HOME_CACHE_SECONDS = 60
+    world = make_world(owner, title="Copper Canyon")
+    assert "Copper Canyon" in Client().get(f"/w/{world.slug}/").content.decode()
+    World.objects.filter(pk=world.pk).update(title="Copper Gorge", like_count=7)
+    person = Client()
+    person.force_login(outsider)
+    html = person.get(f"/w/{world.slug}/").content.decode()
     assert "Copper Gorge" in html and "Copper Canyon" not in html
-    assert f"/u/{outsider.username}/" in html  # their own header, not the crowd's
+    assert '<span class="like-count">7</span>' in html  # a like's count, not the kept one
 
 
 def test_the_shared_cards_show_a_likers_own_hearts(owner, outsider, settings):
