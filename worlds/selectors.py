@@ -148,12 +148,6 @@ def world_get_playable(*, slug: str, viewer: AbstractBaseUser | None) -> World:
     raise World.DoesNotExist(f"World {slug!r} is not playable")
 
 
-def world_is_liked(*, world: World, viewer: AbstractBaseUser | None) -> bool:
-    if viewer is None or not viewer.is_authenticated:
-        return False
-    return Like.objects.filter(world=world, user=viewer).exists()
-
-
 # Worlds a person liked, kept whole in the shared cache up to this many (a signed-in page then
 # asks no query for its hearts); above it each page asks for its own.
 LIKED_KEPT_MAX = 2000

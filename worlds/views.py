@@ -12,11 +12,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET, require_POST
 
 from worlds import selectors, services
-from worlds.catalog_cache import cached_for_visitors
+from worlds.catalog_cache import cached_for_visitors, cached_fragment, hearts_filled
 from worlds.covers import placeholder_svg
 from worlds.forms import WorldForm, render_form
 from worlds.models import Category, World, WorldStatus
@@ -52,11 +53,23 @@ def owner_only(view: Callable) -> Callable:
 @cached_for_visitors
 @with_world
 def world_detail(request: HttpRequest, world: World) -> HttpResponse:
+    # The world's row is read per request (who may see it, its counts as they are now); its
+    # public runs and remixes are the same for everyone who may: rendered once per catalog
+    # version, with the viewer's hearts filled in on the remix cards.
+    def extras() -> tuple[str, list[int]]:
+        remixes = list(selectors.world_remixes(world=world)[:6])
+        html = render_to_string(
+            "worlds/_detail_extras.html", {"world": world, "remixes": remixes, "liked": ()}
+        )
+        return html, [remix.pk for remix in remixes]
+
+    html, shown = cached_fragment(f"world-extras:{world.pk}", extras)
+    liked = selectors.world_liked_ids(worlds=[world.pk, *shown], viewer=request.user)
     context = {
         "world": world,
-        "liked": selectors.world_is_liked(world=world, viewer=request.user),
+        "liked": world.pk in liked,
         "is_owner": world.creator_id == request.user.pk,
-        "remixes": selectors.world_remixes(world=world)[:6],
+        "extras_html": hearts_filled(html, liked),
         **selectors.world_sample_exchange(world=world),
     }
     return render(request, "worlds/detail.html", context)
