@@ -1,5 +1,6 @@
-"""Signed-in pages read the account, its permissions and its likes from the shared cache: no
-query once kept, and never one person's link, hearts or name on another person's page."""
+"""Signed-in pages read the account, its permissions and its likes from the shared cache, and
+the cards everyone shares: no query once kept (a world's page: its own row), and never one
+person's link, hearts, drafts or name on another person's page."""
 
 import pytest
 from django.contrib.auth.models import Group, Permission
@@ -8,10 +9,11 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from gallery import services as account_services
 from gallery import viewer_cache
 from tests.worlds.factories import make_user, make_world
 from worlds import services
-from worlds.models import Like
+from worlds.models import Like, WorldStatus
 
 MODERATION_LINK = '<a href="/moderation/">Moderation</a>'
 
@@ -201,3 +203,115 @@ def test_the_password_hash_is_never_kept_and_a_kept_account_saves_safely(outside
     assert outsider.check_password("correct-horse-9") and outsider.display_name == "Kept Kestrel"
     html, _ = _page(person, "/")  # still signed in, under the new name
     assert "Kept Kestrel" in html
+
+
+# --- search, a profile and a world's page: their cards (and a profile's head and runs, a
+# world's runs and remixes) are rendered once for everyone, hearts filled in per person
+
+EDIT_PROFILE = '<a class="btn btn-small" href="/accounts/profile/">Edit profile</a>'
+
+
+def _catalog(owner, outsider) -> dict:
+    """A liked world with a remix, a draft, and a moderator; the pages' URLs by name."""
+    source = make_world(owner, title="Pine Source")
+    remix = make_world(owner, title="Pine Remix", remix_of=source)
+    make_world(owner, title="Pine Draft", status=WorldStatus.DRAFT)
+    services.world_like(world=source, user=outsider)
+    services.world_like(world=remix, user=outsider)
+    moderator = make_user("mod")
+    moderator.groups.add(_moderators())
+    return {
+        "moderator": moderator,
+        "search": "/search/?q=pine",
+        "profile": f"/u/{owner.username}/",
+        "world": f"/w/{source.slug}/",
+    }
+
+
+# What a second visit still asks, once the account, permissions, likes and notices are kept:
+# nothing, but on a world's page its own row (who may see it, its counts as they are now; the
+# like button shows them right after a click). Its runs and remixes come from the cache.
+QUERIES_WHEN_KEPT = {"search": 0, "profile": 0, "world": 1}
+
+
+@pytest.mark.parametrize("who", ["outsider", "owner", "moderator"])
+@pytest.mark.parametrize("name", ["search", "profile", "world"])
+def test_a_second_signed_in_visit_asks_at_most_its_own_row(owner, outsider, who, name):
+    pages = _catalog(owner, outsider)
+    person = _signed_in(
+        {"outsider": outsider, "owner": owner, "moderator": pages["moderator"]}[who]
+    )
+    _page(Client(), pages[name])  # the shared renderings are made
+    _page(person, pages[name])  # the account, its permissions, likes and notices are kept
+    html, queries = _page(person, pages[name])
+    assert len(queries) == QUERIES_WHEN_KEPT[name], queries
+    assert "Pine Source" in html and (MODERATION_LINK in html) == (who == "moderator")
+
+
+def test_a_likers_hearts_show_on_search_profile_and_world_pages(owner, outsider):
+    pages = _catalog(owner, outsider)
+    for name in ("search", "profile"):  # two cards, both liked (the draft is the owner's only)
+        crowd = _page(Client(), pages[name])[0]
+        html = _page(_signed_in(outsider), pages[name])[0]
+        assert html.count("♥") == crowd.count("♡") == 2 and "♡" not in html
+    html = _page(_signed_in(outsider), pages["world"])[0]
+    assert "♥ Liked" in html  # the world itself, and its remix's card
+    assert html.count("♥") == 2 and html.index("♥", html.index("♥ Liked") + 1) > html.index(
+        "Pine Remix"
+    )
+
+
+@pytest.mark.parametrize("name", ["search", "profile", "world"])
+def test_another_persons_likes_never_show_on_these_pages(owner, outsider, name):
+    pages = _catalog(owner, outsider)
+    assert "♥" in _page(_signed_in(outsider), pages[name])[0]  # theirs, kept and shared
+    for other in (owner, pages["moderator"], make_user("someone")):
+        assert "♥" not in _page(_signed_in(other), pages[name])[0]
+    assert "♥" not in _page(Client(), pages[name])[0]
+
+
+def test_an_owner_sees_their_drafts_and_edit_link_on_their_profile_and_no_one_else(owner, outsider):
+    pages = _catalog(owner, outsider)
+    # both orders: the owner's rendering kept first, then a visitor's, then the owner's again
+    for person in (owner, outsider, pages["moderator"], None, owner):
+        html = _page(_signed_in(person) if person else Client(), pages["profile"])[0]
+        mine = person == owner
+        assert ("Pine Draft" in html) == mine and (EDIT_PROFILE in html) == mine
+        assert ("btn-report" in html) != mine and "Pine Source" in html
+
+
+def test_an_owner_sees_their_world_tools_and_draft_notice_and_no_one_else(owner, outsider):
+    pages = _catalog(owner, outsider)
+    edit = f'href="{pages["world"]}edit/"'
+    for person in (owner, outsider, None, owner):
+        html = _page(_signed_in(person) if person else Client(), pages["world"])[0]
+        assert (edit in html) == (person == owner)
+        assert ("Your world" in html) == (person == owner)
+    draft_url = f"/w/{make_world(owner, title='Hidden Hut', status=WorldStatus.DRAFT).slug}/"
+    assert "only you can see" in _page(_signed_in(owner), draft_url)[0]
+    assert _signed_in(outsider).get(draft_url).status_code == 404
+    assert Client().get(draft_url).status_code == 404
+
+
+@pytest.mark.parametrize("name", ["search", "profile", "world"])
+def test_a_like_and_an_unlike_show_on_the_next_page_load(owner, outsider, name):
+    pages = _catalog(owner, outsider)
+    someone = make_user("someone")
+    person = _signed_in(someone)
+    assert "♥" not in _page(person, pages[name])[0]
+    source = Like.objects.filter(user=outsider).order_by("world_id").first().world
+    services.world_like(world=source, user=someone)
+    html = _page(person, pages[name])[0]
+    assert html.count("♥") == 1 and html.index("♥") > html.index("Pine Source")
+    services.world_unlike(world=source, user=someone)
+    assert "♥" not in _page(person, pages[name])[0]
+
+
+def test_a_profile_edit_shows_on_the_profile_at_once(owner, outsider):
+    pages = _catalog(owner, outsider)
+    mine = _signed_in(owner)
+    assert "Pine Source" in _page(mine, pages["profile"])[0]  # kept
+    account_services.user_update_profile(user=owner, display_name="Night Owl", bio="I draw.")
+    for person in (mine, Client(), _signed_in(outsider)):
+        html = _page(person, pages["profile"])[0]
+        assert "<h1>Night Owl</h1>" in html and "I draw." in html
