@@ -44,8 +44,8 @@ def frames(n: int) -> list[np.ndarray]:
         player = engine.add_player(world)
         per = max(1, n // len(PROMPTS))
         for k in range(per):
-            keys = {player: {"d"} if k % 2 else {"s"}}
-            out.append(engine.step(keys, 1)[player][0])
+            keys = {player: frozenset("d" if k % 2 else "s")}
+            out.append(engine.step(keys, {player: 1})[player][0])
     return out
 
 

@@ -28,7 +28,7 @@ from inference.training import simulator as sim
 from inference.training.config import ROOT, cosine
 from inference.world import spec
 from inference.world.allocator import keep_freed_memory
-from inference.world.decoder import DecoderConfig, FrameDecoder
+from inference.world.decoder import CONFIG_FILE, DecoderConfig, FrameDecoder
 from inference.world.objects import MAX_LIGHTS, MAX_OBJECTS
 from inference.world.scenes import fire_lights
 
@@ -215,6 +215,13 @@ def train(cfg: DecoderTrainConfig, resume: bool = False) -> dict:
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-4)
         opt.load_state_dict(state["opt"])
         start = state["step"]
+    elif resume and (Path(cfg.out) / CONFIG_FILE).exists():
+        # a fresh checkout has no checkpoint (var/ is not in the repository): go on from the
+        # shipped weights and their step count, with a fresh optimizer
+        model = FrameDecoder.load(cfg.out).train()
+        model.thaw()
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-4)
+        start = json.loads((Path(cfg.out) / CONFIG_FILE).read_text()).get("steps_done", 0)
     else:
         init_from_renderer(model)
     table, lit = concept_sprites(cfg.concepts, cfg.seed)
@@ -244,11 +251,16 @@ def train(cfg: DecoderTrainConfig, resume: bool = False) -> dict:
             metrics = {"step": step + 1, **evaluate(model, cfg, table, lit, cfg.bf16)}
             tqdm.write(json.dumps(metrics))
             model.thaw()
-            model.save(cfg.out, {"eval": metrics, "train": asdict(cfg)})
+            model.save(cfg.out, {"steps_done": step + 1, "eval": metrics, "train": _kept(cfg)})
         if done:
             tqdm.write(f"stopping at step {step + 1}: the {cfg.max_minutes}-minute budget ran out")
             break
     return metrics
+
+
+def _kept(cfg: DecoderTrainConfig) -> dict:
+    """The run's configuration as the weights keep it (not this machine's paths)."""
+    return {k: v for k, v in asdict(cfg).items() if k not in ("out", "checkpoint")}
 
 
 def main(argv=None) -> None:

@@ -229,7 +229,8 @@ class FrameDecoder(nn.Module):
         """Inference: uint8 (B, F', F', 3), written into ``out`` when given."""
         with torch.autocast(tokens.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             img = self.forward(tokens, offset, weather, minute, phase, sprites, things)
-        img = img.float().mul_(255.0).add_(0.5).clamp_(0, 255)
+        # broken weights draw black, never arbitrary bytes (NaN survives a clamp)
+        img = img.float().mul_(255.0).add_(0.5).nan_to_num_(0.0, 255.0, 0.0).clamp_(0, 255)
         if out is None:
             out = torch.empty(img.shape, dtype=torch.uint8)
         # the truncating cast in numpy: torch's float -> uint8 copy is not vectorised on the CPU

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from inference.serving.frames import FLAG_RESTORED, decode_header, frame_jpeg
+from inference.serving.frames import jpeg as to_jpeg
 from inference.serving.placement import RedisPlacement
 from inference.serving.snapshot import unpack_snapshot
 from inference.world.engine import WorldEngine
@@ -123,7 +124,7 @@ async def test_a_crashed_workers_session_resumes_elsewhere_with_the_same_world(
     engine_a.restore(world)
     player = meta["cameras"][0]["player_id"]
     expected = engine_a.step({player: frozenset()}, {player: 1})[player][0]
-    expected = pixels(jpeg(expected, 80))
+    expected = pixels(to_jpeg(expected, 80))
     assert resuming["worker"] == survivor.name
     assert header[2] == meta["cameras"][0]["frame_no"] and header[3] == 9  # the event's seq
     assert np.abs(pixels(jpeg).astype(int) - expected.astype(int)).max() <= 2

@@ -162,16 +162,16 @@ def test_a_chunk_past_the_cap_is_rejected(engine, clear_world):
 
 def test_nan_in_the_network_never_reaches_a_frame(engine, clear_world):
     _, pid = clear_world
-    renderer = engine.model.renderer
-    saved = {k: v.clone() for k, v in renderer.state_dict().items()}
+    decoder = engine.decoder  # what draws the frames
+    saved = {k: v.clone() for k, v in decoder.state_dict().items()}
     try:
         with torch.no_grad():
-            for p in renderer.parameters():
+            for p in decoder.parameters():
                 p.fill_(float("nan"))
-        renderer.freeze()
+        decoder.freeze()
         frames = engine.step({pid: frozenset("d")}, {pid: 2})[pid]
     finally:
-        renderer.load_state_dict(saved)
-        renderer.freeze()
+        decoder.load_state_dict(saved)
+        decoder.freeze()
     assert frames.dtype == np.uint8
     assert (frames == 0).all()  # NaN is mapped to black, never to arbitrary bytes
