@@ -4,6 +4,7 @@ they were before the covers; a burning tile lighting the night round it."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 
 import numpy as np
@@ -16,6 +17,7 @@ from inference.training import simulator as sim
 from inference.training.config import TrainConfig
 from inference.training.finetune import fit_covers
 from inference.world import scenes, spec
+from inference.world.decoder import FrameDecoder, out_side
 from inference.world.engine import DEFAULT_WEIGHTS as WEIGHTS
 from inference.world.model import COVER_LOOKALIKES, WorldModel
 from inference.world.state import WorldState
@@ -118,31 +120,39 @@ def test_the_cover_fit_moves_the_cover_rows_and_detail_patches_alone(tmp_path):
     assert torch.equal(after[tok][:FIRST_COVER], before[tok][:FIRST_COVER])
 
 
-def camera_frames(model, tokens: np.ndarray, minute: int) -> np.ndarray:
+def camera_frames(tokens: np.ndarray, minute: int) -> np.ndarray:
     """Frames of a camera whose decode window is ``tokens`` (frame pixel 0 on a tile edge), as
-    the engine draws them: the scene tuple of `scenes.scene`, lights and all."""
+    the engine draws them: the scene tuple of `scenes.scene`, lights and all, by the shipped
+    frame decoder."""
     world = WorldState("w", 1, "", np.zeros(len(spec.BIOMES), np.float32), 0, minute)
     left = top = 0
     in_view = scenes.things_in_view(world, left, top, {}, tokens)
     sprites = np.full((spec.MAX_SPRITES, 3), -1, dtype=np.int64)
     one = (tokens, (0, 0), 0, minute, (0, 0), sprites, in_view)
-    return scenes.render(model, [one], torch.zeros(0, 16, 16, 4))[0]
+    return scenes.render(_decoder(), [one], torch.zeros(0, 16, 16, 4))[0]
 
 
-def test_a_burning_tile_lights_the_night_round_it_and_nothing_by_day(model):
+@functools.cache
+def _decoder() -> FrameDecoder:
+    return FrameDecoder.load(WEIGHTS.parent)
+
+
+def test_a_burning_tile_lights_the_night_round_it_and_nothing_by_day():
     grass = np.full((W, W), GROUND)
     burning = grass.copy()
     burning[9, 9] = scenes.FIRE_TOKEN  # frame pixels 64..72 both ways, its centre (68, 68)
     world = WorldState("w", 1, "", np.zeros(len(spec.BIOMES), np.float32), 0, NIGHT)
     assert scenes.things_in_view(world, 0, 0, {}, grass) is None  # the frame path as before
     assert (scenes.things_in_view(world, 0, 0, {}, burning)[1][0] == (68, 68)).all()
-    around = np.zeros((spec.FRAME, spec.FRAME), dtype=bool)
-    around[48:88, 48:88] = True
-    around[64:72, 64:72] = False  # the burning tile itself
-    lit = camera_frames(model, burning, NIGHT)[around].astype(np.float64).mean()
-    dark = camera_frames(model, grass, NIGHT)[around].astype(np.float64).mean()
+    side = out_side()  # drawn at 1.5x: the tile is frame pixels 96..108
+    around = np.zeros((side, side), dtype=bool)
+    around[72:132, 72:132] = True
+    around[96:108, 96:108] = False  # the burning tile itself
+    lit = camera_frames(burning, NIGHT)[around].astype(np.float64).mean()
+    dark = camera_frames(grass, NIGHT)[around].astype(np.float64).mean()
     assert lit > dark + 15, (lit, dark)
-    far = camera_frames(model, burning, NIGHT)[:8, :8].astype(np.float64).mean()
+    far = camera_frames(burning, NIGHT)[:12, :12].astype(np.float64).mean()
     assert far < dark + 3  # a pool of light, not a brighter night
-    day_lit, day = camera_frames(model, burning, NOON), camera_frames(model, grass, NOON)
-    assert np.array_equal(day_lit[around], day[around])
+    day_lit, day = camera_frames(burning, NOON), camera_frames(grass, NOON)
+    glow = day_lit[around].astype(np.float64).mean() - day[around].astype(np.float64).mean()
+    assert abs(glow) < 4, glow  # by day no pool of light
