@@ -181,7 +181,7 @@ def read_recording(parts: list[bytes]) -> Recording:
         weights=str(first.get("weights", "")),
         fps=float(first.get("fps") or 0.0),
         entries=entries,
-        complete=bool(unpacked[-1].get("final")),
+        complete=bool(unpacked[-1].get("final")) and _contiguous(unpacked),
     )
     if not entries or entries[0][0] != "segment":
         raise RecordingError("a recording starts with its world")
@@ -194,6 +194,19 @@ def read_recording(parts: list[bytes]) -> Recording:
                               "by": str(entry[1]) if len(entry) > 2 else ""})  # fmt: skip
     rec.cameras = {slot: Camera(slot, n) for slot, n in counter.frames.items()}
     return rec
+
+
+def _contiguous(unpacked: list[dict]) -> bool:
+    """Whether every worker's parts are all there, numbered 0, 1, 2...: parts are stored from
+    threads of their own, so the last one can land before the one before it, and a recording
+    read then is not yet complete (read again later, it is)."""
+    numbers: dict[str, list] = {}
+    for part in unpacked:
+        numbers.setdefault(str(part.get("worker", "")), []).append(part.get("part"))
+    try:
+        return all(sorted(n) == list(range(len(n))) for n in numbers.values())
+    except TypeError:  # a part without its number
+        return False
 
 
 class _Counter:

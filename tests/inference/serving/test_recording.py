@@ -175,3 +175,21 @@ def test_a_journal_entry_round_trips_and_garbage_is_refused():
     for bad in (["nope", 1], ["chunk", "x"], 7, ["advance", [[1]]]):
         with pytest.raises(jn.JournalError):
             jn.from_json(bad)
+
+
+def test_a_recording_is_complete_only_once_every_part_before_the_last_is_stored():
+    """Parts are stored from threads of their own: the last can land before the one before it,
+    and a recording read then must not count as complete (its frame counts would be short)."""
+    head = {"session_id": "s", "worker": "w1", "weights": "", "fps": 24.0}
+    world = ["segment", "", {}, {}]
+
+    def part(n, final=False, worker="w1"):
+        return rec.pack_part({**head, "worker": worker, "part": n, "final": final}, [world])
+
+    assert rec.read_recording([part(0), part(1), part(2, final=True)]).complete
+    assert not rec.read_recording([part(0), part(2, final=True)]).complete  # part 1 still coming
+    assert not rec.read_recording([part(0), part(1)]).complete  # the last not yet written
+    # a failover: the second worker numbers its own parts from 0
+    assert rec.read_recording(
+        [part(0), part(1), part(0, worker="w2"), part(1, True, "w2")]
+    ).complete
