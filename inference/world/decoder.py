@@ -303,18 +303,12 @@ class FrameDecoder(nn.Module):
         self.bf16 = best[True] < 0.9 * best[False]
 
 
-def _crop(x: torch.Tensor, origin: np.ndarray, f: int, out=None) -> torch.Tensor:
-    """Each frame's (f, f) crop of channels-last (B, H, W, C) at its own origin (B, 2) (x, y),
-    copied into ``out`` when given."""
-    if out is None:
-        out = torch.empty(x.shape[0], f, f, x.shape[-1], dtype=x.dtype, device=x.device)
+def _crop(x: torch.Tensor, origin: np.ndarray, f: int) -> torch.Tensor:
+    """Each frame's (f, f) crop of channels-last (B, H, W, C) at its own origin (B, 2) (x, y)."""
     if len(set(map(tuple, origin.tolist()))) == 1:  # one offset for all: one strided copy
         ox, oy = origin[0]
-        out.copy_(x[:, oy : oy + f, ox : ox + f])
-        return out
-    for i, (xx, y) in enumerate(origin):
-        out[i].copy_(x[i, y : y + f, xx : xx + f])
-    return out
+        return x[:, oy : oy + f, ox : ox + f].contiguous()
+    return torch.stack([x[i, y : y + f, xx : xx + f] for i, (xx, y) in enumerate(origin)])
 
 
 def light_map(lights, offset, w: int, b: int, device) -> torch.Tensor:
