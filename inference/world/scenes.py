@@ -12,9 +12,7 @@ from inference.world.decoder import FrameDecoder, out_side
 from inference.world.objects import MAX_LIGHTS, MAX_OBJECTS, SPRITE_SIDE
 from inference.world.state import PlayerState, WorldState
 
-DECODE_BATCH = (
-    16  # frames per decoder forward (bounds memory: its full-size layers are 16 channels)
-)
+DECODE_BATCH = 16  # frames per decoder forward: bounds the full-size buffers' memory
 FIRE_TOKEN = spec.FIRST_COVER_TOKEN - 1 + spec.COVERS.index("fire")  # a burning tile, drawn
 
 
