@@ -12,11 +12,14 @@ How it draws:
 - tile resolution: a learned embedding per token (the atlas survives only as this input),
   the lights splatted onto their tiles, three 3x3 convolutions (a receptive field of 7 tiles:
   shadows and pools of light reach 3 tiles), conditioned on the sun and the atmosphere (FiLM);
-- pixel shuffles up x3, x2, x2 to 12 pixels a tile, with one 3x3 convolution at each of the
-  first two; at half resolution it sees the sprites' coverage, so they cast shadows;
+- a pixel shuffle up x3 to 3 pixels a tile and two 3x3 convolutions; there it sees the
+  sprites' coverage, so they cast shadows; a per-pixel linear x4 to 12 pixels a tile;
 - at full resolution, per pixel, it mixes its features with the sprite layer (creatures,
   avatars and things pasted at their pixels, from its own learned sprite table and the sprite
-  generator's) and the particle layer, lit by the same conditioning.
+  generator's) and the particle layer, lit by the same conditioning, into a colour and a gain;
+- the gain lights each token's learned 12 x 12 texture (a detail the narrow per-pixel features
+  cannot carry: the texture path added about 3 dB), under the overhang of the tall tile in
+  front of it, and the colour is added.
 
 Everything after the embedding is translation-equivariant in the window, so a camera that
 moves by 2 world pixels moves the picture by exactly 3, and a still camera gets the same frame
@@ -68,8 +71,10 @@ class DecoderConfig:
     cond: int = 32  # the sun-and-atmosphere vector
 
 
-COND_IN = 8 + len(spec.WEATHERS)
+COND_IN = 12 + len(spec.WEATHERS)
 CLEAR = spec.WEATHERS.index("clear")
+SNOW = spec.WEATHERS.index("snow")
+RIPPLE_MINUTES = 45  # water's ripples come round every 45 minutes (the teacher's)
 HAS_PARTICLES = torch.tensor(
     [w != "clear" for w in spec.WEATHERS], dtype=torch.float32
 )  # day harmonics, daylight ramps, atmosphere one-hot
@@ -78,13 +83,15 @@ HAS_PARTICLES = torch.tensor(
 def conditions(minute: torch.Tensor, weather: torch.Tensor) -> torch.Tensor:
     """(B,) minutes and atmospheres -> (B, COND_IN): the sun's place over the day (two
     harmonics), how far into dawn and dusk (ramps the network need not learn from sines),
-    and the atmosphere."""
+    the phase of water's two ripples and the atmosphere."""
     m = minute.float() % spec.DAY_MINUTES
     a = m * (2 * math.pi / spec.DAY_MINUTES)
+    r = m * (2 * math.pi / RIPPLE_MINUTES)
     dawn = ((m - 300) / 180).clamp(0, 1)  # 05:00 -> 08:00
     dusk = ((m - 1020) / 210).clamp(0, 1)  # 17:00 -> 20:30
     day = dawn - dusk
     harm = [torch.cos(a), torch.sin(a), torch.cos(2 * a), torch.sin(2 * a)]
+    harm += [torch.cos(r), torch.sin(r), torch.cos(0.7 * r), torch.sin(0.7 * r)]
     ramps = [dawn, dusk, day, day * day]
     return torch.cat(
         [torch.stack(harm + ramps, 1), F.one_hot(weather.long(), len(spec.WEATHERS)).float()], 1
@@ -139,7 +146,18 @@ class FrameDecoder(nn.Module):
         # the sprite and particle layers' share of the per-pixel mix, lit by the conditioning
         self.mix = nn.Linear(8, cfg.c3)
         self.film3 = _Film(cfg.cond, cfg.c3)
-        self.rgb = nn.Linear(cfg.c3, 3)
+        # per pixel: colour, and the gain on the textures (0 at first: a gain of 1)
+        self.rgb = nn.Linear(cfg.c3, 6)
+        nn.init.zeros_(self.rgb.weight[3:])
+        nn.init.zeros_(self.rgb.bias[3:])
+        # the textures: each token's own 12 x 12 pixels (RGB), and what a tall token stands
+        # up into the tile behind it (RGB and an alpha logit, the lower half of that tile);
+        # laid out per 4 x 4 cell of the tile, a second set under snow
+        k = 2 * spec.RENDER_TOKENS
+        self.tex = nn.Parameter(torch.zeros(k, 9, 16, 3))
+        self.overhang = nn.Parameter(torch.zeros(k, 9, 16, 4))
+        with torch.no_grad():
+            self.overhang[..., 3] = -6.0
         # the sprites it pastes: avatars and creatures (8 x 8 RGBA, alpha a logit) and the
         # particles of each atmosphere (32 x 32 world pixels, tiled)
         self.sprites = nn.Parameter(torch.zeros(spec.SPRITE_KINDS, spec.SPRITE, spec.SPRITE, 4))
@@ -148,6 +166,7 @@ class FrameDecoder(nn.Module):
             self.sprites[..., 3] = -4.0
             self.overlay[..., 3] = -6.0
         self._tables: tuple | None = None
+        self._tex: tuple | None = None
         self.bf16 = False  # bfloat16 autocast at inference, where it is faster (`pick_precision`)
 
     # ------------------------------------------------------------------ the layers it pastes
@@ -167,15 +186,25 @@ class FrameDecoder(nn.Module):
             resample_sprites(ov, spec.OVERLAY * 3 // 2),
         )
 
+    def texture_tables(self) -> tuple[torch.Tensor, ...]:
+        """(own RGB (2K * 9, 48), the overhang's premultiplied RGB (2K * 9, 48) and what it
+        leaves of the pixel under it (2K * 9, 16)): a row per 4 x 4 cell of a tile."""
+        if self._tex is not None:
+            return self._tex
+        a = torch.sigmoid(self.overhang[..., 3:])
+        over = self.overhang[..., :3] * a
+        return tuple(t.flatten(2).flatten(0, 1) for t in (self.tex, over, 1 - a))
+
     @torch.no_grad()
     def freeze(self) -> None:
-        self._tables = None
+        self._tables = self._tex = None
         self._tables = tuple(
             t.detach().nan_to_num(0.0).clamp(0, 1).contiguous() for t in self.tables()
         )
+        self._tex = tuple(t.detach().nan_to_num(0.0).contiguous() for t in self.texture_tables())
 
     def thaw(self) -> None:
-        self._tables = None
+        self._tables = self._tex = None
 
     # ------------------------------------------------------------------ the network
 
@@ -218,7 +247,11 @@ class FrameDecoder(nn.Module):
         )  # (B, 9, c3)
         h = self.up2(x).view(b, n * n * 16, -1)  # (B, P, c3)
         h = h.baddbmm(layers, wgt.to(h.dtype)) if h.dtype == layers.dtype else h + layers @ wgt
-        rgb = self.rgb(h.relu_()).view(b, n, n, 4, 4, 3)
+        # the colour, plus the textures under a per-pixel gain (light and shade); float32 from
+        # here: these few per-pixel ops are slow in bfloat16 on the CPU
+        out = self.rgb(h.relu_()).float()
+        tex = texture(tokens, weather, origin // 4, n, *self.texture_tables())
+        rgb = torch.addcmul(out[..., :3], out[..., 3:], tex).add_(tex).view(b, n, n, 4, 4, 3)
         img = rgb.permute(0, 1, 3, 2, 4, 5).reshape(b, 4 * n, 4 * n, 3)
         return _crop(img, origin % 4, f)
 
@@ -309,6 +342,30 @@ def _crop(x: torch.Tensor, origin: np.ndarray, f: int) -> torch.Tensor:
         ox, oy = origin[0]
         return x[:, oy : oy + f, ox : ox + f].contiguous()
     return torch.stack([x[i, y : y + f, xx : xx + f] for i, (xx, y) in enumerate(origin)])
+
+
+def texture(tokens, weather, cell0: np.ndarray, n: int, own, over, under) -> torch.Tensor:
+    """The textures over the frame's region, laid out as `paste_layer`'s (B, n * n * 16, 3):
+    each 4 x 4 cell lies inside one tile (tiles are 12 pixels, cells start on multiples of 4),
+    so a cell is one row of each table, picked by its tile's token (its snowy twin under snow)
+    and its place in the tile; the tall token of the tile in front stands over it."""
+    b, w = tokens.shape[0], tokens.shape[-1]
+    snow = torch.from_numpy((weather.cpu().numpy() == SNOW) * spec.RENDER_TOKENS)[:, None, None]
+    rc = torch.from_numpy(cell0[:, :, None] + np.arange(n)[None, None])  # (B, 2 [x, y], n)
+    ty, sy = rc[:, 1].div(3, rounding_mode="floor"), rc[:, 1] % 3
+    tx, sx = rc[:, 0].div(3, rounding_mode="floor"), rc[:, 0] % 3
+    bi = torch.arange(b)[:, None, None]
+    tok = tokens.cpu().long()
+    sub = sy[:, :, None] * 3 + sx[:, None, :]  # (B, n, n)
+    here = ((tok[bi, ty[:, :, None], tx[:, None, :]] + snow) * 9 + sub).view(-1)
+    front = tok[bi, (ty + 1).clamp(max=w - 1)[:, :, None], tx[:, None, :]]
+    front = ((front + snow) * 9 + sub).view(-1)
+    here, front = here.to(own.device), front.to(own.device)
+
+    def rows(table, idx):  # index_select: several times faster than indexing on the CPU
+        return table.index_select(0, idx).view(b, n * n * 16, -1)
+
+    return torch.addcmul(rows(over, front), rows(own, here), rows(under, front))
 
 
 def light_map(lights, offset, w: int, b: int, device) -> torch.Tensor:
@@ -404,4 +461,4 @@ def particle_layer(table: torch.Tensor, weather, phase, origin: np.ndarray, n: i
         :, None, :, None, :
     ]
     idx = torch.from_numpy(idx.reshape(-1)).to(table.device)
-    out.copy_(table.reshape(-1, 4)[idx].view(len(wt), -1, 4))
+    out.copy_(table.reshape(-1, 4).index_select(0, idx).view(len(wt), -1, 4))
