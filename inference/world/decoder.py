@@ -18,8 +18,7 @@ How it draws:
   avatars and things pasted at their pixels, from its own learned sprite table and the sprite
   generator's) and the particle layer, lit by the same conditioning, into a colour and a gain;
 - the gain lights each token's learned 12 x 12 texture (a detail the narrow per-pixel features
-  cannot carry: the texture path added about 3 dB), under the overhang of the tall tile in
-  front of it, and the colour is added.
+  cannot carry: the texture path added about 3 dB), and the colour is added.
 
 Everything after the embedding is translation-equivariant in the window, so a camera that
 moves by 2 world pixels moves the picture by exactly 3, and a still camera gets the same frame
@@ -146,18 +145,15 @@ class FrameDecoder(nn.Module):
         # the sprite and particle layers' share of the per-pixel mix, lit by the conditioning
         self.mix = nn.Linear(8, cfg.c3)
         self.film3 = _Film(cfg.cond, cfg.c3)
-        # per pixel: colour, and the gain on the textures (0 at first: a gain of 1)
+        # per pixel: a colour, and the gain on the texture (a gain of 1 at first)
         self.rgb = nn.Linear(cfg.c3, 6)
         nn.init.zeros_(self.rgb.weight[3:])
-        nn.init.zeros_(self.rgb.bias[3:])
-        # the textures: each token's own 12 x 12 pixels (RGB), and what a tall token stands
-        # up into the tile behind it (RGB and an alpha logit, the lower half of that tile);
-        # laid out per 4 x 4 cell of the tile, a second set under snow
-        k = 2 * spec.RENDER_TOKENS
-        self.tex = nn.Parameter(torch.zeros(k, 9, 16, 3))
-        self.overhang = nn.Parameter(torch.zeros(k, 9, 16, 4))
-        with torch.no_grad():
-            self.overhang[..., 3] = -6.0
+        nn.init.ones_(self.rgb.bias[3:])
+        # the textures: each token's 12 x 12 pixels (RGB), a row per 4 x 4 cell of the tile,
+        # and a second set under snow; and what each token adds to the tile behind it (a tall
+        # one stands up into it, in the three-quarter view)
+        self.tex = nn.Parameter(torch.zeros(2 * spec.RENDER_TOKENS * 9, 48))
+        self.behind = nn.Parameter(torch.zeros(2 * spec.RENDER_TOKENS * 9, 48))
         # the sprites it pastes: avatars and creatures (8 x 8 RGBA, alpha a logit) and the
         # particles of each atmosphere (32 x 32 world pixels, tiled)
         self.sprites = nn.Parameter(torch.zeros(spec.SPRITE_KINDS, spec.SPRITE, spec.SPRITE, 4))
@@ -166,7 +162,6 @@ class FrameDecoder(nn.Module):
             self.sprites[..., 3] = -4.0
             self.overlay[..., 3] = -6.0
         self._tables: tuple | None = None
-        self._tex: tuple | None = None
         self.bf16 = False  # bfloat16 autocast at inference, where it is faster (`pick_precision`)
 
     # ------------------------------------------------------------------ the layers it pastes
@@ -186,39 +181,36 @@ class FrameDecoder(nn.Module):
             resample_sprites(ov, spec.OVERLAY * 3 // 2),
         )
 
-    def texture_tables(self) -> tuple[torch.Tensor, ...]:
-        """(own RGB (2K * 9, 48), the overhang's premultiplied RGB (2K * 9, 48) and what it
-        leaves of the pixel under it (2K * 9, 16)): a row per 4 x 4 cell of a tile."""
-        if self._tex is not None:
-            return self._tex
-        a = torch.sigmoid(self.overhang[..., 3:])
-        over = self.overhang[..., :3] * a
-        return tuple(t.flatten(2).flatten(0, 1) for t in (self.tex, over, 1 - a))
-
     @torch.no_grad()
     def freeze(self) -> None:
-        self._tables = self._tex = None
+        self._tables = None
         self._tables = tuple(
             t.detach().nan_to_num(0.0).clamp(0, 1).contiguous() for t in self.tables()
         )
-        self._tex = tuple(t.detach().nan_to_num(0.0).contiguous() for t in self.texture_tables())
 
     def thaw(self) -> None:
-        self._tables = self._tex = None
+        self._tables = None
 
     # ------------------------------------------------------------------ the network
 
     def forward(self, tokens, offset, weather, minute, phase, sprites, things=None) -> torch.Tensor:
         """-> (B, F', F', 3) float, about [0, 1]. ``things``: (slots (B, M, 3), table (K, S, S, 4)
         in [0, 1], lights (B, L, 2)) as `scenes.things_in_view` gives them, or None."""
+        rgb, origin, f = self._region(tokens, offset, weather, minute, phase, sprites, things)
+        b, n = rgb.shape[0], rgb.shape[1]
+        img = rgb.permute(0, 1, 3, 2, 4, 5).reshape(b, 4 * n, 4 * n, 3)
+        return _crop(img, origin % 4, f)
+
+    def _region(self, tokens, offset, weather, minute, phase, sprites, things) -> tuple:
+        """-> (the colours of the frames' regions in cells (B, n, n, 4, 4, 3), the frames'
+        corners in the window (B, 2), the frames' side)."""
         b, w = tokens.shape[0], tokens.shape[-1]
         f = out_side((w - 3) * spec.TILE)
         n = f // 4 + 1  # cells of 4 x 4 pixels the frame's region spans
         origin = PX + scaled(offset.cpu().numpy())  # (B, 2): the frame's corner in the window
         spr_t, ov_t = self.tables()
-        dtype = torch.bfloat16 if torch.is_autocast_enabled(tokens.device.type) else spr_t.dtype
-        layers, cover = paste_layer(sprites, spr_t, things, origin, w, n, dtype)
-        particle_layer(ov_t, weather, phase, origin, n, out=layers[..., 4:8])
+        pasted, cover = paste_layer(sprites, spr_t, things, origin, w, n)
+        particles = particle_layer(ov_t, weather, phase, origin, n)
         lights = things[2] if things is not None else None
         c = self.cond(conditions(minute, weather))
         x = torch.cat([self.tok(tokens.long()), light_map(lights, offset, w, b, c.device)], -1)
@@ -232,28 +224,37 @@ class FrameDecoder(nn.Module):
         x = F.relu(self.film1(_nhwc(self.conv1b(_nchw(x))), c))
         # Full size, only over the frame's region, and never shuffled into an image until the
         # colours: every op from here is per pixel, so each 4 x 4 cell keeps its pixels side
-        # by side in its channels (B, n, n, 16, c) and only the 3 colours are laid out at the end
-        x = _crop(x, origin // 4, n).view(b, n * n, -1)
-        # the layers' mix with its FiLM folded into each frame's own weights (the last row: the
-        # bias and shift), added in place: one batched matmul over the region's pixels (these
-        # full-size passes are most of a frame's time; a broadcast add in bfloat16 was slow)
+        # by side in its channels (B, n, n, 16, c) and only the 3 colours are laid out at the
+        # end. In float32: these small per-pixel ops are slower in bfloat16 on the CPU, and
+        # each conversion costs a pass
+        x = _crop(x, origin // 4, n).view(b, n * n, -1).float()
+        with torch.autocast(tokens.device.type, enabled=False):
+            tex = texture(tokens, weather, origin // 4, n, self.tex, self.behind)
+            rgb = self._full_size(x, pasted, particles, c.float(), tex)
+        return rgb.view(b, n, n, 4, 4, 3), origin, f
+
+    def _full_size(self, x, pasted, particles, c, tex) -> torch.Tensor:
+        """Cell features (B, n * n, c1) -> colours (B, P = n * n * 16, 3): the per-pixel
+        linear, the sprites' and particles' mix (lit by the last FiLM, folded into each frame's
+        own weights, its shift into the linear's bias), then a colour and a gain on the texture
+        per pixel. The sprites are added only where they lie, the particles only to the frames
+        whose atmosphere has them: most pixels of most frames have neither, and a dense matmul
+        over a mostly-zero layer was a fifth of the frame."""
+        b, c3 = x.shape[0], self.cfg.c3
         g, sh = self.film3.lin(c).chunk(2, -1)  # (B, c3) each
-        wgt = torch.cat(
-            [
-                self.mix.weight.t()[None] * (1 + g)[:, None, :],
-                (self.mix.bias * (1 + g) + sh)[:, None, :],
-            ],
-            1,
-        )  # (B, 9, c3)
-        h = self.up2(x).view(b, n * n * 16, -1)  # (B, P, c3)
-        h = h.baddbmm(layers, wgt.to(h.dtype)) if h.dtype == layers.dtype else h + layers @ wgt
-        # the colour, plus the textures under a per-pixel gain (light and shade); float32 from
-        # here: these few per-pixel ops are slow in bfloat16 on the CPU
-        out = self.rgb(h.relu_()).float()
-        tex = texture(tokens, weather, origin // 4, n, *self.texture_tables())
-        rgb = torch.addcmul(out[..., :3], out[..., 3:], tex).add_(tex).view(b, n, n, 4, 4, 3)
-        img = rgb.permute(0, 1, 3, 2, 4, 5).reshape(b, 4 * n, 4 * n, 3)
-        return _crop(img, origin % 4, f)
+        wl = self.mix.weight.t()[None] * (1 + g)[:, None, :]  # (B, 8, c3)
+        bias = self.up2.bias.view(16, c3) + (self.mix.bias * (1 + g) + sh)[:, None, :]
+        h = torch.baddbmm(bias.view(b, 1, -1), x, self.up2.weight.t().expand(b, -1, -1))
+        h = h.view(b, -1, c3)  # (B, P, c3)
+        rows, val = pasted
+        if len(rows):
+            at = wl[rows.div(h.shape[1], rounding_mode="floor"), :4]  # (N, 4, c3)
+            h.view(-1, c3).index_add_(0, rows, torch.bmm(val[:, None, :], at)[:, 0])
+        if particles is not None:
+            fr, layer = particles
+            h.index_copy_(0, fr, h.index_select(0, fr).baddbmm(layer, wl[fr, 4:]))
+        out = self.rgb(h.relu_())
+        return torch.addcmul(out[..., :3], out[..., 3:], tex)
 
     @torch.no_grad()
     def frames(
@@ -261,13 +262,19 @@ class FrameDecoder(nn.Module):
     ) -> torch.Tensor:
         """Inference: uint8 (B, F', F', 3), written into ``out`` when given."""
         with torch.autocast(tokens.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            img = self.forward(tokens, offset, weather, minute, phase, sprites, things)
+            rgb, origin, f = self._region(tokens, offset, weather, minute, phase, sprites, things)
+        b, n = rgb.shape[0], rgb.shape[1]
         # broken weights draw black, never arbitrary bytes (NaN survives a clamp)
-        img = img.float().mul_(255.0).add_(0.5).nan_to_num_(0.0, 255.0, 0.0).clamp_(0, 255)
+        rgb = rgb.float().mul_(255.0).add_(0.5).nan_to_num_(0.0, 255.0, 0.0).clamp_(0, 255)
+        # laid out as bytes, then cropped as bytes (a quarter of the float copies); the
+        # truncating cast in numpy: torch's float -> uint8 copy is not vectorised on the CPU
+        full = np.empty((b, n, 4, n, 4, 3), np.uint8)
+        np.copyto(full, rgb.cpu().numpy().transpose(0, 1, 3, 2, 4, 5), casting="unsafe")
+        full = torch.from_numpy(full.reshape(b, 4 * n, 4 * n, 3))
         if out is None:
-            out = torch.empty(img.shape, dtype=torch.uint8)
-        # the truncating cast in numpy: torch's float -> uint8 copy is not vectorised on the CPU
-        np.copyto(out.numpy(), img.cpu().contiguous().numpy(), casting="unsafe")
+            out = torch.empty((b, f, f, 3), dtype=torch.uint8)
+        for i, (x, y) in enumerate((origin % 4).tolist()):
+            out[i].copy_(full[i, y : y + f, x : x + f])
         return out
 
     # ------------------------------------------------------------------ weights
@@ -344,28 +351,26 @@ def _crop(x: torch.Tensor, origin: np.ndarray, f: int) -> torch.Tensor:
     return torch.stack([x[i, y : y + f, xx : xx + f] for i, (xx, y) in enumerate(origin)])
 
 
-def texture(tokens, weather, cell0: np.ndarray, n: int, own, over, under) -> torch.Tensor:
+def texture(tokens, weather, cell0: np.ndarray, n: int, table, behind) -> torch.Tensor:
     """The textures over the frame's region, laid out as `paste_layer`'s (B, n * n * 16, 3):
     each 4 x 4 cell lies inside one tile (tiles are 12 pixels, cells start on multiples of 4),
-    so a cell is one row of each table, picked by its tile's token (its snowy twin under snow)
-    and its place in the tile; the tall token of the tile in front stands over it."""
+    so a cell is one row of ``table``, picked by its tile's token (its snowy twin under snow)
+    and its place in the tile, plus the row of ``behind`` of the tile in front of it (below)."""
     b, w = tokens.shape[0], tokens.shape[-1]
     snow = torch.from_numpy((weather.cpu().numpy() == SNOW) * spec.RENDER_TOKENS)[:, None, None]
     rc = torch.from_numpy(cell0[:, :, None] + np.arange(n)[None, None])  # (B, 2 [x, y], n)
     ty, sy = rc[:, 1].div(3, rounding_mode="floor"), rc[:, 1] % 3
     tx, sx = rc[:, 0].div(3, rounding_mode="floor"), rc[:, 0] % 3
-    bi = torch.arange(b)[:, None, None]
-    tok = tokens.cpu().long()
+    bi, tok = torch.arange(b)[:, None, None], tokens.cpu().long()
     sub = sy[:, :, None] * 3 + sx[:, None, :]  # (B, n, n)
-    here = ((tok[bi, ty[:, :, None], tx[:, None, :]] + snow) * 9 + sub).view(-1)
+    here = tok[bi, ty[:, :, None], tx[:, None, :]]
     front = tok[bi, (ty + 1).clamp(max=w - 1)[:, :, None], tx[:, None, :]]
-    front = ((front + snow) * 9 + sub).view(-1)
-    here, front = here.to(own.device), front.to(own.device)
 
-    def rows(table, idx):  # index_select: several times faster than indexing on the CPU
-        return table.index_select(0, idx).view(b, n * n * 16, -1)
+    def rows(t, kind):  # index_select: several times faster than indexing on the CPU
+        idx = ((kind + snow) * 9 + sub).view(-1).to(t.device)
+        return t.index_select(0, idx).view(b, n * n * 16, 3)
 
-    return torch.addcmul(rows(over, front), rows(own, here), rows(under, front))
+    return rows(table, here).add_(rows(behind, front))
 
 
 def light_map(lights, offset, w: int, b: int, device) -> torch.Tensor:
@@ -388,14 +393,15 @@ def light_map(lights, offset, w: int, b: int, device) -> torch.Tensor:
     return out
 
 
-def paste_layer(sprites, spr_table, things, origin: np.ndarray, w: int, n: int, dtype) -> tuple:
+def paste_layer(sprites, spr_table, things, origin: np.ndarray, w: int, n: int) -> tuple:
     """The sprites' layer: the things, then the creatures and avatars over them, each pasted
     at ``origin + floor(1.5 * position)`` in the window (origin = 12 + floor(1.5 * offset)).
     Pixels a sprite covers at less than half alpha keep what lies under them; the rest take
     the sprite's premultiplied colour (a later sprite over an earlier one wins).
-    -> (the per-pixel inputs of the frame's region (B, n * n * 16, 9), cells of 4 x 4 pixels from
-    window pixel ``origin // 4 * 4``: the sprites' RGBA, room for the particles' and a 1; the
-    coverage of the whole window at 3 pixels a tile (B, 3W, 3W, 1))."""
+    -> ((the pixels of the frames' regions a sprite covers (N,), as flat indices of (B, P =
+    n * n * 16): cells of 4 x 4 pixels from window pixel ``origin // 4 * 4``, and their
+    premultiplied RGBA (N, 4)), the coverage of the whole window at 3 pixels a tile
+    (B, 3W, 3W, 1))."""
     b, side, g = len(origin), w * PX, w * PX // 4
     sources = [(sprites.cpu().numpy(), spr_table)]
     if things is not None:
@@ -417,8 +423,7 @@ def paste_layer(sprites, spr_table, things, origin: np.ndarray, w: int, n: int, 
         tabs.append(table.reshape(-1, 4))
         base += k * s * s
     dev = spr_table.device
-    layers = torch.zeros(b, n * n * 16, 9, dtype=dtype, device=dev)
-    layers[..., 8] = 1
+    rows, vals = torch.zeros(0, dtype=torch.long, device=dev), torch.zeros(0, 4, device=dev)
     cover = torch.zeros(b * g * g, dtype=spr_table.dtype, device=dev)
     if flats:
         flat, src = np.concatenate(flats), np.concatenate(srcs)
@@ -438,21 +443,19 @@ def paste_layer(sprites, spr_table, things, origin: np.ndarray, w: int, n: int, 
         ry, rx = py - origin[i, 1] // 4 * 4, px - origin[i, 0] // 4 * 4
         inside = (ry >= 0) & (ry < 4 * n) & (rx >= 0) & (rx < 4 * n)
         at = (((i * n + ry // 4) * n + rx // 4) * 4 + ry % 4) * 4 + rx % 4
-        rows = torch.from_numpy(at[inside]).to(dev)
-        layers.view(-1, 9)[:, :4].index_put_(
-            (rows,), val[torch.from_numpy(inside).to(dev)].to(dtype)
-        )
-    return layers, cover.view(b, g, g, 1)
+        rows, vals = torch.from_numpy(at[inside]).to(dev), val[torch.from_numpy(inside).to(dev)]
+    return (rows, vals), cover.view(b, g, g, 1)
 
 
-def particle_layer(table: torch.Tensor, weather, phase, origin: np.ndarray, n: int, out) -> None:
-    """Each frame's particles over its region (laid out as `paste_layer`'s), its atmosphere's
-    48-pixel tile scrolled by 1.5 x its phase, premultiplied, into ``out`` (B, n * n * 16, 4).
-    A clear sky has none (left 0: most frames skip the gather)."""
+def particle_layer(table: torch.Tensor, weather, phase, origin: np.ndarray, n: int) -> tuple | None:
+    """The particles over the regions of the frames whose atmosphere has them (laid out as
+    `paste_layer`'s), its 48-pixel tile scrolled by 1.5 x the phase, premultiplied: (those
+    frames (K,), (K, n * n * 16, 4)), or None where every sky is clear."""
     o = table.shape[1]
-    wt = weather.cpu().numpy()
-    if (wt == CLEAR).all():
-        return
+    fr = np.nonzero(weather.cpu().numpy() != CLEAR)[0]
+    if not len(fr):
+        return None
+    wt, phase, origin = weather.cpu().numpy()[fr], phase.cpu()[fr], origin[fr]
     ph = scaled(phase.cpu().numpy()) - origin % 4  # region pixel 0 lies origin % 4 before the frame
     cell = np.arange(n)[:, None] * 4 + np.arange(4)[None, :]  # (n, 4): region pixel
     ry = (cell[None] + ph[:, 1, None, None]) % o  # (B, n, 4)
@@ -461,4 +464,5 @@ def particle_layer(table: torch.Tensor, weather, phase, origin: np.ndarray, n: i
         :, None, :, None, :
     ]
     idx = torch.from_numpy(idx.reshape(-1)).to(table.device)
-    out.copy_(table.reshape(-1, 4).index_select(0, idx).view(len(wt), -1, 4))
+    layer = table.reshape(-1, 4).index_select(0, idx).view(len(wt), -1, 4)
+    return torch.from_numpy(fr).to(table.device), layer

@@ -73,8 +73,9 @@ def test_a_sprite_is_pasted_at_one_and_a_half_times_its_position():
     sprites[0, 0] = torch.tensor([0, 10, 6])  # world frame pixels
     origin = 12 + scaled(np.array([[3, 5]]))  # offset (3, 5)
     n = out_side() // 4 + 1
-    layers, cover = paste_layer(sprites, table, None, origin, spec.WINDOW, n, torch.float32)
-    cells = layers[0, :, 3].view(n, n, 4, 4).permute(0, 2, 1, 3).reshape(4 * n, 4 * n)
+    (rows, vals), cover = paste_layer(sprites, table, None, origin, spec.WINDOW, n)
+    alpha = torch.zeros(n * n * 16).index_put_((rows,), vals[:, 3])
+    cells = alpha.view(n, n, 4, 4).permute(0, 2, 1, 3).reshape(4 * n, 4 * n)
     ys, xs = torch.nonzero(cells, as_tuple=True)
     r0 = origin[0] // 4 * 4  # the region starts at this window pixel
     assert (xs.min().item() + r0[0], ys.min().item() + r0[1]) == (
@@ -85,30 +86,30 @@ def test_a_sprite_is_pasted_at_one_and_a_half_times_its_position():
     assert cover.sum().item() == pytest.approx(144 / 16)
 
 
-def test_each_cell_takes_its_tiles_texture_under_the_tall_tile_in_front_of_it():
+def test_each_cell_takes_its_tiles_texture_and_what_the_tile_in_front_adds():
     """A cell's texture row is its tile's token and its place in the tile (the snowy twin in
-    snow), and the overhang of the tile below it (in front, in the three-quarter view) lies
-    over it: its premultiplied colour, leaving ``under`` of what is there."""
+    snow), plus what the tile below it (in front, in the three-quarter view: a tall one stands
+    up into the tile behind) adds at that place."""
     k, w, tall = spec.RENDER_TOKENS, 5, 7
     rows = torch.arange(2 * k * 9, dtype=torch.float32)
     own = rows[:, None].expand(-1, 48).contiguous()  # a row's value: its own index
-    over, under = torch.zeros(2 * k * 9, 48), torch.ones(2 * k * 9, 48)
+    behind = torch.zeros(2 * k * 9, 48)
     for snowy in (0, k):
-        for sub in (6, 7, 8):  # the tall token covers the lower third of the tile behind it
-            over[(tall + snowy) * 9 + sub], under[(tall + snowy) * 9 + sub] = -1.0, 0.0
+        behind[(tall + snowy) * 9 + 6 : (tall + snowy) * 9 + 9] = 1000.0  # its lower third
     tokens = torch.zeros(2, w, w, dtype=torch.long)
     tokens[:, 2, 1] = tall
     weather = torch.tensor([0, SNOW])
     n = 3 * w - 1
-    tex = texture(tokens, weather, np.array([[0, 0], [0, 0]]), n, own, over, under)
+    tex = texture(tokens, weather, np.array([[0, 0], [0, 0]]), n, own, behind)
     cells = tex[..., 0].view(2, n, n, 16)[..., 0]  # (frame, cell row, cell column)
     for f, snowy in ((0, 0), (1, k)):
         assert cells[f, 0, 0] == (0 + snowy) * 9  # token 0, first cell
         assert cells[f, 1, 5] == (0 + snowy) * 9 + 3 + 2  # cell (1, 2) of tile (0, 1)
         assert cells[f, 6, 3] == (tall + snowy) * 9  # the tall tile's own first cell
         assert cells[f, 3, 4] == (0 + snowy) * 9 + 1  # top row of the tile behind: its own
-        assert (cells[f, 5, 3:6] == -1).all()  # its bottom row: the tall one stands over it
-        assert cells[f, 5, 6] == (0 + snowy) * 9 + 6  # beside it: not covered
+        for col in (3, 4, 5):  # its bottom row: the tall one stands up into it
+            assert cells[f, 5, col] == (0 + snowy) * 9 + 6 + col - 3 + 1000
+        assert cells[f, 5, 6] == (0 + snowy) * 9 + 6  # beside it: nothing in front
 
 
 def test_fresh_weights_draw_when_none_are_shipped(tmp_path, caplog):

@@ -573,16 +573,10 @@ def test_sprites_have_hard_edges(engine, clear_world):
     origin = np.array([[12, 12]])
     sprites = torch.full((1, spec.MAX_SPRITES, 3), -1)
     sprites[0, 0] = torch.tensor([0, 40, 40])
-    layers, _ = paste_layer(
-        sprites,
-        engine.decoder.tables()[0],
-        None,
-        origin,
-        spec.WINDOW,
-        out_side() // 4 + 1,
-        torch.float32,
+    (_, vals), _ = paste_layer(
+        sprites, engine.decoder.tables()[0], None, origin, spec.WINDOW, out_side() // 4 + 1
     )
-    alpha = layers[0, :, 3].detach().numpy()
+    alpha = vals[:, 3].detach().numpy()
     assert alpha.max() > 0.5 and not ((alpha > 0) & (alpha <= 0.5)).any()
 
 
