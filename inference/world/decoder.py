@@ -242,19 +242,30 @@ class FrameDecoder(nn.Module):
         over a mostly-zero layer was a fifth of the frame."""
         b, c3 = x.shape[0], self.cfg.c3
         g, sh = self.film3.lin(c).chunk(2, -1)  # (B, c3) each
-        wl = self.mix.weight.t()[None] * (1 + g)[:, None, :]  # (B, 8, c3)
+        wl = F.pad(self.mix.weight.t()[None] * (1 + g)[:, None, :], (0, 1))  # (B, 8, c3 + 1)
+        # every bias rides in its matmul on a constant input (addmm's bias is a copy of the whole
+        # output first, as dear as the product): the cells get a 1, the pixels a channel of 1s
         bias = self.up2.bias.view(16, c3) + (self.mix.bias * (1 + g) + sh)[:, None, :]
-        h = torch.baddbmm(bias.view(b, 1, -1), x, self.up2.weight.t().expand(b, -1, -1))
-        h = h.view(b, -1, c3)  # (B, P, c3)
+        w_up = torch.cat(
+            [
+                F.pad(self.up2.weight.t().reshape(1, -1, 16, c3), (0, 1)).expand(b, -1, -1, -1),
+                F.pad(bias[:, None], (0, 1), value=1.0),
+            ],
+            1,
+        ).flatten(2)  # (B, c1 + 1, 16 * (c3 + 1))
+        h = torch.bmm(F.pad(x, (0, 1), value=1.0), w_up).view(b, -1, c3 + 1)  # (B, P, c3 + 1)
         rows, val = pasted
         if len(rows):
-            at = wl[rows.div(h.shape[1], rounding_mode="floor"), :4]  # (N, 4, c3)
-            h.view(-1, c3).index_add_(0, rows, torch.bmm(val[:, None, :], at)[:, 0])
+            at = wl[rows.div(h.shape[1], rounding_mode="floor"), :4]  # (N, 4, c3 + 1)
+            h.view(-1, c3 + 1).index_add_(0, rows, torch.bmm(val[:, None, :], at)[:, 0])
         if particles is not None:
             fr, layer = particles
             h.index_copy_(0, fr, h.index_select(0, fr).baddbmm(layer, wl[fr, 4:]))
-        out = self.rgb(h.relu_())
-        return torch.addcmul(out[..., :3], out[..., 3:], tex)
+        z = h.relu_().view(-1, c3 + 1)
+        w_rgb = torch.cat([self.rgb.weight.t(), self.rgb.bias[None]])  # (c3 + 1, 6)
+        # the colour and the gain as two products: each comes out contiguous for the last op
+        colour, gain = (z @ w_rgb[:, k : k + 3].contiguous() for k in (0, 3))
+        return torch.addcmul(colour, gain, tex.view(-1, 3)).view(b, -1, 3)
 
     @torch.no_grad()
     def frames(
@@ -357,17 +368,19 @@ def texture(tokens, weather, cell0: np.ndarray, n: int, table, behind) -> torch.
     so a cell is one row of ``table``, picked by its tile's token (its snowy twin under snow)
     and its place in the tile, plus the row of ``behind`` of the tile in front of it (below)."""
     b, w = tokens.shape[0], tokens.shape[-1]
-    snow = torch.from_numpy((weather.cpu().numpy() == SNOW) * spec.RENDER_TOKENS)[:, None, None]
-    rc = torch.from_numpy(cell0[:, :, None] + np.arange(n)[None, None])  # (B, 2 [x, y], n)
-    ty, sy = rc[:, 1].div(3, rounding_mode="floor"), rc[:, 1] % 3
-    tx, sx = rc[:, 0].div(3, rounding_mode="floor"), rc[:, 0] % 3
-    bi, tok = torch.arange(b)[:, None, None], tokens.cpu().long()
-    sub = sy[:, :, None] * 3 + sx[:, None, :]  # (B, n, n)
+    # the indices in numpy: a frame's few small index ops cost less there than in torch
+    tok = tokens.cpu().numpy()
+    rc = cell0[:, :, None] + np.arange(n)[None, None]  # (B, 2 [x, y], n)
+    ty, sy = np.divmod(rc[:, 1], 3)
+    tx, sx = np.divmod(rc[:, 0], 3)
+    snow = (weather.cpu().numpy() == SNOW) * spec.RENDER_TOKENS
+    place = snow[:, None, None] * 9 + sy[:, :, None] * 3 + sx[:, None, :]  # (B, n, n)
+    bi = np.arange(b)[:, None, None]
     here = tok[bi, ty[:, :, None], tx[:, None, :]]
-    front = tok[bi, (ty + 1).clamp(max=w - 1)[:, :, None], tx[:, None, :]]
+    front = tok[bi, np.minimum(ty + 1, w - 1)[:, :, None], tx[:, None, :]]
 
     def rows(t, kind):  # index_select: several times faster than indexing on the CPU
-        idx = ((kind + snow) * 9 + sub).view(-1).to(t.device)
+        idx = torch.from_numpy((kind * 9 + place).reshape(-1)).to(t.device)
         return t.index_select(0, idx).view(b, n * n * 16, 3)
 
     return rows(table, here).add_(rows(behind, front))
