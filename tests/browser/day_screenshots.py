@@ -4,7 +4,8 @@ two checkouts and `--compare` puts their shots side by side (issue 47: the atlas
 against the frame decoder).
 
     python -m tests.browser.day_screenshots [--out var/day] [--world "Pine Valley Run"]
-    python -m tests.browser.day_screenshots --compare OLD_DIR NEW_DIR --out var/day-compare
+    python -m tests.browser.day_screenshots --compare OLD_DIR NEW_DIR --out var/day-compare \
+        [--labels "the atlas renderer" "the frame decoder"]
 
 Starts its own embedded server like `make screenshots` (tests/browser/screenshots.py).
 """
@@ -80,7 +81,7 @@ def shoot(out: Path, title: str) -> None:
             stop(server)
 
 
-def compare(old: Path, new: Path, out: Path) -> None:
+def compare(old: Path, new: Path, out: Path, labels: tuple[str, str]) -> None:
     """One sheet per size: a row per state, the old shot left and the new one right."""
     for size in SIZES:
         shots = [
@@ -94,8 +95,8 @@ def compare(old: Path, new: Path, out: Path) -> None:
         sw, sh = int(w * scale), int(h * scale)
         sheet = Image.new("RGB", (2 * sw + 30, len(shots) * (sh + 24) + 24), "white")
         draw = ImageDraw.Draw(sheet)
-        draw.text((10, 4), "before: the atlas renderer", fill="black")
-        draw.text((sw + 20, 4), "after: the frame decoder", fill="black")
+        draw.text((10, 4), f"before: {labels[0]}", fill="black")
+        draw.text((sw + 20, 4), f"after: {labels[1]}", fill="black")
         for i, (name, a, b) in enumerate(shots):
             y = 24 + i * (sh + 24)
             draw.text((10, y), name, fill="black")
@@ -111,10 +112,16 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "var" / "day")
     parser.add_argument("--world", default="Pine Valley Run")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
+    parser.add_argument(
+        "--labels",
+        nargs=2,
+        default=("the atlas renderer", "the frame decoder"),
+        metavar=("OLD", "NEW"),
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.compare:
-        compare(*args.compare, args.out)
+        compare(*args.compare, args.out, args.labels)
         return 0
     if not chromium_path():
         print("Chromium is not installed: apt-get install -y chromium", file=sys.stderr)

@@ -47,7 +47,7 @@ def test_every_demo_world_has_a_look():
 
 # A miss of the shipped frame decoder (26.9 dB against its teacher after one session of
 # training): its snowy pine valley at noon reads as a blossom garden to the judge
-MISSES = {"Pine Valley Run": "decoder at 26.9 dB: its snowy valley reads as blossom"}
+MISSES = {"Pine Valley Run": "the judge reads its snowy valley as blossom (decoder at 30.9 dB)"}
 
 
 @pytest.mark.parametrize(
