@@ -97,6 +97,13 @@ def conditions(minute: torch.Tensor, weather: torch.Tensor) -> torch.Tensor:
     )
 
 
+def rowwise(lin: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``lin(x)`` computed row by row (a product and a sum each): a frame's conditioning must
+    not depend on what else is in its batch, and a matrix product of 1 row rounds otherwise
+    than one of 2 (that moved a frame's bytes by one level when a second player joined)."""
+    return (x.float()[:, :, None] * lin.weight.t().float()).sum(1) + lin.bias.float()
+
+
 class _Film(nn.Module):
     """Scale and shift per channel from the conditioning vector (channels last)."""
 
@@ -107,7 +114,7 @@ class _Film(nn.Module):
         nn.init.zeros_(self.lin.bias)
 
     def forward(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-        g, b = self.lin(c)[:, None, None, :].chunk(2, -1)
+        g, b = rowwise(self.lin, c).to(x.dtype)[:, None, None, :].chunk(2, -1)
         return x * (1 + g) + b
 
 
@@ -212,7 +219,7 @@ class FrameDecoder(nn.Module):
         pasted, cover = paste_layer(sprites, spr_t, things, origin, w, n)
         particles = particle_layer(ov_t, weather, phase, origin, n)
         lights = things[2] if things is not None else None
-        c = self.cond(conditions(minute, weather))
+        c = F.relu(rowwise(self.cond[0], conditions(minute, weather)))
         x = torch.cat([self.tok(tokens.long()), light_map(lights, offset, w, b, c.device)], -1)
         x = _nchw(x.contiguous()).contiguous(memory_format=torch.channels_last)
         x = F.relu(self.film0(_nhwc(self.in0(x)), c))
@@ -241,7 +248,7 @@ class FrameDecoder(nn.Module):
         whose atmosphere has them: most pixels of most frames have neither, and a dense matmul
         over a mostly-zero layer was a fifth of the frame."""
         b, c3 = x.shape[0], self.cfg.c3
-        g, sh = self.film3.lin(c).chunk(2, -1)  # (B, c3) each
+        g, sh = rowwise(self.film3.lin, c).chunk(2, -1)  # (B, c3) each
         wl = F.pad(self.mix.weight.t()[None] * (1 + g)[:, None, :], (0, 1))  # (B, 8, c3 + 1)
         # every bias rides in its matmul on a constant input (addmm's bias is a copy of the whole
         # output first, as dear as the product): the cells get a 1, the pixels a channel of 1s
@@ -261,11 +268,13 @@ class FrameDecoder(nn.Module):
         if particles is not None:
             fr, layer = particles
             h.index_copy_(0, fr, h.index_select(0, fr).baddbmm(layer, wl[fr, 4:]))
-        z = h.relu_().view(-1, c3 + 1)
+        z = h.relu_()
         w_rgb = torch.cat([self.rgb.weight.t(), self.rgb.bias[None]])  # (c3 + 1, 6)
-        # the colour and the gain as two products: each comes out contiguous for the last op
-        colour, gain = (z @ w_rgb[:, k : k + 3].contiguous() for k in (0, 3))
-        return torch.addcmul(colour, gain, tex.view(-1, 3)).view(b, -1, 3)
+        # the colour and the gain as two products, each contiguous for the last op; batched
+        # per frame, so a frame's bytes never depend on what else is in its batch (one
+        # (B * P)-row product rounds differently as B changes)
+        colour, gain = (torch.bmm(z, w_rgb[None, :, k : k + 3].expand(b, -1, -1)) for k in (0, 3))
+        return torch.addcmul(colour, gain, tex)
 
     @torch.no_grad()
     def frames(
