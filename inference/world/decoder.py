@@ -70,13 +70,11 @@ class DecoderConfig:
     cond: int = 32  # the sun-and-atmosphere vector
 
 
-COND_IN = 12 + len(spec.WEATHERS)
+COND_IN = 12 + len(spec.WEATHERS)  # day harmonics, ripple phases, daylight ramps, atmosphere
 CLEAR = spec.WEATHERS.index("clear")
 SNOW = spec.WEATHERS.index("snow")
 RIPPLE_MINUTES = 45  # water's ripples come round every 45 minutes (the teacher's)
-HAS_PARTICLES = torch.tensor(
-    [w != "clear" for w in spec.WEATHERS], dtype=torch.float32
-)  # day harmonics, daylight ramps, atmosphere one-hot
+HAS_PARTICLES = torch.tensor([w != "clear" for w in spec.WEATHERS], dtype=torch.float32)
 
 
 def conditions(minute: torch.Tensor, weather: torch.Tensor) -> torch.Tensor:
@@ -140,6 +138,7 @@ class FrameDecoder(nn.Module):
         cfg = cfg or DecoderConfig()
         self.cfg = cfg
         self.tok = nn.Embedding(spec.RENDER_TOKENS, cfg.embed)
+        # a Sequential for the weights' names; drawn as relu(rowwise(cond[0], ...))
         self.cond = nn.Sequential(nn.Linear(COND_IN, cfg.cond), nn.ReLU())
         self.in0 = nn.Conv2d(cfg.embed + 1, cfg.c0, 3, padding=1)
         self.res = nn.ModuleList(nn.Conv2d(cfg.c0, cfg.c0, 3, padding=1) for _ in range(2))
@@ -290,12 +289,7 @@ class FrameDecoder(nn.Module):
         # truncating cast in numpy: torch's float -> uint8 copy is not vectorised on the CPU
         full = np.empty((b, n, 4, n, 4, 3), np.uint8)
         np.copyto(full, rgb.cpu().numpy().transpose(0, 1, 3, 2, 4, 5), casting="unsafe")
-        full = torch.from_numpy(full.reshape(b, 4 * n, 4 * n, 3))
-        if out is None:
-            out = torch.empty((b, f, f, 3), dtype=torch.uint8)
-        for i, (x, y) in enumerate((origin % 4).tolist()):
-            out[i].copy_(full[i, y : y + f, x : x + f])
-        return out
+        return _crop(torch.from_numpy(full.reshape(b, 4 * n, 4 * n, 3)), origin % 4, f, out)
 
     # ------------------------------------------------------------------ weights
 
@@ -363,12 +357,17 @@ class FrameDecoder(nn.Module):
         self.bf16 = best[True] < 0.9 * best[False]
 
 
-def _crop(x: torch.Tensor, origin: np.ndarray, f: int) -> torch.Tensor:
-    """Each frame's (f, f) crop of channels-last (B, H, W, C) at its own origin (B, 2) (x, y)."""
+def _crop(x: torch.Tensor, origin: np.ndarray, f: int, out=None) -> torch.Tensor:
+    """Each frame's (f, f) crop of channels-last (B, H, W, C) at its own origin (B, 2) (x, y),
+    copied into ``out`` when given."""
+    if out is None:
+        out = torch.empty(x.shape[0], f, f, x.shape[-1], dtype=x.dtype, device=x.device)
     if len(set(map(tuple, origin.tolist()))) == 1:  # one offset for all: one strided copy
         ox, oy = origin[0]
-        return x[:, oy : oy + f, ox : ox + f].contiguous()
-    return torch.stack([x[i, y : y + f, xx : xx + f] for i, (xx, y) in enumerate(origin)])
+        return out.copy_(x[:, oy : oy + f, ox : ox + f])
+    for i, (xx, y) in enumerate(origin.tolist()):
+        out[i].copy_(x[i, y : y + f, xx : xx + f])
+    return out
 
 
 def texture(tokens, weather, cell0: np.ndarray, n: int, table, behind) -> torch.Tensor:
@@ -474,11 +473,13 @@ def particle_layer(table: torch.Tensor, weather, phase, origin: np.ndarray, n: i
     `paste_layer`'s), its 48-pixel tile scrolled by 1.5 x the phase, premultiplied: (those
     frames (K,), (K, n * n * 16, 4)), or None where every sky is clear."""
     o = table.shape[1]
-    fr = np.nonzero(weather.cpu().numpy() != CLEAR)[0]
+    wt = weather.cpu().numpy()
+    fr = np.nonzero(wt != CLEAR)[0]
     if not len(fr):
         return None
-    wt, phase, origin = weather.cpu().numpy()[fr], phase.cpu()[fr], origin[fr]
-    ph = scaled(phase.cpu().numpy()) - origin % 4  # region pixel 0 lies origin % 4 before the frame
+    wt, origin = wt[fr], origin[fr]
+    # region pixel 0 lies origin % 4 before the frame
+    ph = scaled(phase.cpu().numpy()[fr]) - origin % 4
     cell = np.arange(n)[:, None] * 4 + np.arange(4)[None, :]  # (n, 4): region pixel
     ry = (cell[None] + ph[:, 1, None, None]) % o  # (B, n, 4)
     rx = (cell[None] + ph[:, 0, None, None]) % o
