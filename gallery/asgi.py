@@ -10,7 +10,12 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from sessions import socket_buffer  # noqa: E402
 from sessions.routing import websocket_urlpatterns  # noqa: E402
+
+# Under Daphne (make run, production, the tests' stack) a slow client's socket drops frames
+# instead of buffering them without limit; see sessions/socket_buffer.py.
+socket_buffer.install()
 
 application = ProtocolTypeRouter(
     {
