@@ -2,6 +2,7 @@
 are dropped, text still arrives in order (sessions/socket_buffer.py), under a real Daphne."""
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ def start_daphne(sockets: str, logdir: Path) -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen(
         [*argv, "tests.sessions.flood_asgi:application"],
         cwd=ROOT,
-        env={**__import__("os").environ, "FLOOD_SOCKETS": sockets},
+        env={**os.environ, "FLOOD_SOCKETS": sockets},
         stdout=log,
         stderr=subprocess.STDOUT,
     )
