@@ -31,6 +31,7 @@ from inference.serving.messages import Error, Event
 from inference.serving.scheduler import ChunkController, StepPlan, plan_step
 from inference.serving.session import Camera, LiveSession, SessionStatus
 from inference.world.engine import PromptError, SnapshotError, UnsupportedEvent, WorldEngine
+from inference.world.scenes import DECODE_BATCH
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,13 @@ class EngineCore:
         camera.stepped_keys = None  # the first step is a cut: fresh frames at once
         camera.live_since = camera.due = now
 
+    def chunk_cap(self, cameras: int) -> int:
+        """The longest chunk now: the controller's, but no longer than a decoder batch shared
+        by the live cameras. A step costs least per frame once it fills a batch (8 cameras'
+        single frames cost what 8 frames of one camera do); past that a longer chunk saves
+        nothing and only buffers frames the next key change throws away."""
+        return min(self.controller.cap, max(1, math.ceil(DECODE_BATCH / max(1, cameras))))
+
     def cover(self) -> int:
         """Frames a session shows while one step runs: the low-water mark of its buffer."""
         return max(1, math.ceil(self._step_s * self.fps))
@@ -169,7 +177,7 @@ class EngineCore:
         live = self.live()
         plan = plan_step(
             live,
-            cap=self.controller.cap,
+            cap=self.chunk_cap(len(live)),
             cover=min(self.cover(), self.engine.max_chunk),
             max_chunk=self.engine.max_chunk,
             max_batch=self.max_batch,

@@ -168,6 +168,7 @@ class FrameDecoder(nn.Module):
             self.sprites[..., 3] = -4.0
             self.overlay[..., 3] = -6.0
         self._tables: tuple | None = None
+        self._things: tuple | None = None  # (a things table, it at output scale): `things_table`
         self.bf16 = False  # bfloat16 autocast at inference, where it is faster (`pick_precision`)
 
     # ------------------------------------------------------------------ the layers it pastes
@@ -187,15 +188,27 @@ class FrameDecoder(nn.Module):
             resample_sprites(ov, spec.OVERLAY * 3 // 2),
         )
 
+    def things_table(self, table: torch.Tensor) -> torch.Tensor:
+        """The open-vocabulary things' sprite table (K, S, S, 4) at output scale. Frozen, the
+        last one is kept: the engine's table is a new tensor only when a concept is first
+        drawn, and resampling it every batch cost more than drawing its sprites."""
+        kept = self._things
+        if kept is not None and kept[0] is table:
+            return kept[1]
+        out = resample_sprites(table, table.shape[1] * 3 // 2)
+        if self._tables is not None and not table.requires_grad:
+            self._things = (table, out)
+        return out
+
     @torch.no_grad()
     def freeze(self) -> None:
-        self._tables = None
+        self._tables = self._things = None
         self._tables = tuple(
             t.detach().nan_to_num(0.0).clamp(0, 1).contiguous() for t in self.tables()
         )
 
     def thaw(self) -> None:
-        self._tables = None
+        self._tables = self._things = None
 
     # ------------------------------------------------------------------ the network
 
@@ -215,6 +228,8 @@ class FrameDecoder(nn.Module):
         n = f // 4 + 1  # cells of 4 x 4 pixels the frame's region spans
         origin = PX + scaled(offset.cpu().numpy())  # (B, 2): the frame's corner in the window
         spr_t, ov_t = self.tables()
+        if things is not None:
+            things = (things[0], self.things_table(things[1]), things[2])
         pasted, cover = paste_layer(sprites, spr_t, things, origin, w, n)
         particles = particle_layer(ov_t, weather, phase, origin, n)
         lights = things[2] if things is not None else None
@@ -418,7 +433,8 @@ def paste_layer(sprites, spr_table, things, origin: np.ndarray, w: int, n: int) 
     """The sprites' layer: the things, then the creatures and avatars over them, each pasted
     at ``origin + floor(1.5 * position)`` in the window (origin = 12 + floor(1.5 * offset)).
     Pixels a sprite covers at less than half alpha keep what lies under them; the rest take
-    the sprite's premultiplied colour (a later sprite over an earlier one wins).
+    the sprite's premultiplied colour (a later sprite over an earlier one wins). Both tables
+    are at output scale (``things``: (slots, table, lights), its table from `things_table`).
     -> ((the pixels of the frames' regions a sprite covers (N,), as flat indices of (B, P =
     n * n * 16): cells of 4 x 4 pixels from window pixel ``origin // 4 * 4``, and their
     premultiplied RGBA (N, 4)), the coverage of the whole window at 3 pixels a tile
@@ -427,7 +443,7 @@ def paste_layer(sprites, spr_table, things, origin: np.ndarray, w: int, n: int) 
     sources = [(sprites.cpu().numpy(), spr_table)]
     if things is not None:
         slots, table, _ = things
-        sources.insert(0, (slots.cpu().numpy(), resample_sprites(table, table.shape[1] * 3 // 2)))
+        sources.insert(0, (slots.cpu().numpy(), table))
     flats, srcs, tabs, base = [], [], [], 0
     for slots, table in sources:
         k, s = table.shape[0], table.shape[1]

@@ -171,3 +171,19 @@ def test_a_kept_live_world_the_model_cannot_read_gives_way_to_a_fresh_one(core):
     core.create_world(session, kept=b"PXWS\x00\x01 a world saved by the v1 model")
     world = core.engine.worlds[session.world_id]
     assert world.prompt == "a sunny meadow with a pond" and len(world.players) == 1
+
+
+@pytest.mark.parametrize(("cameras", "longest"), [(1, 16), (2, 8), (8, 2), (20, 1)])
+def test_refills_are_no_longer_than_a_decoder_batch_shared_by_the_live_cameras(
+    core, cameras, longest
+):
+    # Under load the controller's cap climbs to the engine's longest chunk; with many cameras
+    # live that only buffered frames a key change threw away (half of all frames at 8).
+    core.controller.cap = core.engine.max_chunk
+    assert core.engine.max_chunk >= 16
+    session = _live(core, "many", players=cameras)
+    for camera in session.cameras.values():
+        camera.stepped_keys, camera.held_frames = camera.keys, 10_000  # held keys: a refill
+    batch = core.schedule()
+    assert batch is not None and not batch.answers_to
+    assert max(batch.plan.chunk.values()) == longest

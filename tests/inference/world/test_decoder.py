@@ -8,6 +8,7 @@ from inference.training import simulator as sim
 from inference.world import spec
 from inference.world.decoder import SNOW, FrameDecoder, out_side, paste_layer, scaled, texture
 from inference.world.engine import WEIGHTS_DIR
+from inference.world.sprite_scale import resample_sprites
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +103,21 @@ def test_a_sprite_is_pasted_at_one_and_a_half_times_its_position():
     )
     assert xs.max() - xs.min() == 11 and ys.max() - ys.min() == 11
     assert cover.sum().item() == pytest.approx(144 / 16)
+
+
+def test_a_things_table_is_drawn_as_resampled_and_resampled_once_per_table(decoder):
+    rng = np.random.default_rng(0)
+    table = torch.from_numpy(rng.random((3, 16, 16, 4), dtype=np.float32))
+    first = decoder.things_table(table)
+    assert first.shape == (3, 24, 24, 4)
+    assert torch.equal(first, resample_sprites(table, 24))
+    assert decoder.things_table(table) is first  # the same table: kept
+    grown = torch.cat([table, table[:1]])  # a concept drawn for the first time: a new table
+    again = decoder.things_table(grown)
+    assert again is not first and torch.equal(again[:3], first)
+    # while training (not frozen) nothing is kept: the table may change in place
+    fresh = FrameDecoder()
+    assert fresh.things_table(table) is not fresh.things_table(table)
 
 
 def test_each_cell_takes_its_tiles_texture_and_what_the_tile_in_front_adds():
