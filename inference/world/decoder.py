@@ -190,7 +190,7 @@ class FrameDecoder(nn.Module):
     def things_table(self, table: torch.Tensor) -> torch.Tensor:
         """The open-vocabulary things' sprite table (K, S, S, 4) at output scale. Frozen, the
         last one is kept: the engine's table is a new tensor only when a concept is first
-        drawn, and resampling it every batch cost more than drawing its sprites."""
+        drawn, so resampling it for every batch redid the same work."""
         kept = self._things
         if kept is not None and kept[0] is table:
             return kept[1]
