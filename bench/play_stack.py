@@ -155,7 +155,7 @@ class Stack:
         """The workers' terrain and dynamics counters, summed over their latest stats lines
         (logged every few seconds while they serve, so a window's figures are within that of
         exact)."""
-        total = {"held": 0, "moved": 0, "late": 0, "ticks": 0, "tick_s": 0.0}
+        total = {"held": 0, "moved": 0, "late": 0, "ticks": 0, "tick_s": 0.0, "sent": 0, "cut": 0}
         for name in self.names:
             lines = (self.logdir / f"{name}.log").read_text(errors="replace").splitlines()
             stats = [line.split(" stats ", 1)[1] for line in lines if " stats {" in line]
@@ -164,6 +164,9 @@ class Stack:
                 total["held"] += last.get("terrain_held_frames", 0)
                 total["moved"] += last.get("terrain_moved_frames", 0)
                 total["late"] += last.get("terrain_late_chunks", 0)
+                # frames sent, and made but thrown away when new keys cut a buffer
+                total["sent"] += last.get("frames_sent", 0)
+                total["cut"] += last.get("frames_discarded", 0)
                 # the dynamics: world ticks made on the worker's dynamics thread, and its time
                 ticks = last.get("dynamics_ticks", 0)
                 total["ticks"] += ticks
