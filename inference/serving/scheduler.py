@@ -11,7 +11,8 @@ have been held) to the worker's current cap — cheaper per frame; a new key set
 cuts the chunk: the frames made for the old keys are dropped when the answer lands, so the
 answer is the next frame shown. Answers are one frame by default (``answer_max``): a chunk's
 first frame is ready only with its last, and the refill that follows comes right after. The cap
-itself follows the load (``ChunkController``).
+itself follows the load (``ChunkController``), up to a decoder batch shared by the live cameras
+(``EngineCore.chunk_cap``): with many cameras a step is full without long chunks.
 """
 
 from dataclasses import dataclass
