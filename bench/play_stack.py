@@ -152,7 +152,7 @@ class Stack:
         return sum(cpu(p.pid) for p in self.workers), cpu(self.daphne.pid)
 
     def terrain_stats(self) -> dict:
-        """The workers' terrain and dynamics counters, summed over their latest stats lines
+        """The workers' terrain, dynamics and frame counters, summed over their latest stats lines
         (logged every few seconds while they serve, so a window's figures are within that of
         exact)."""
         total = {"held": 0, "moved": 0, "late": 0, "ticks": 0, "tick_s": 0.0, "sent": 0, "cut": 0}

@@ -29,7 +29,6 @@ logger = logging.getLogger(__name__)
 @implementer(IPushProducer)
 class FrameDroppingWebSocket(WebSocketProtocol):
     send_paused = False
-    frames_dropped = 0
 
     def connectionMade(self) -> None:
         try:
@@ -51,7 +50,6 @@ class FrameDroppingWebSocket(WebSocketProtocol):
 
     def serverSend(self, content: bytes | str, binary: bool = False) -> None:
         if binary and self.send_paused and self.state == self.STATE_OPEN:
-            self.frames_dropped += 1
             return
         super().serverSend(content, binary)
 

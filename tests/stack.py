@@ -56,9 +56,9 @@ def stack_env(*, database_url: str, redis_url: str, **extra: str) -> dict:
     }
 
 
-def daphne_argv(port: int) -> list[str]:
+def daphne_argv(port: int, app: str = "gallery.asgi:application") -> list[str]:
     daphne = str(Path(sys.executable).parent / "daphne")
-    return [daphne, "-b", "127.0.0.1", "-p", str(port), "gallery.asgi:application"]
+    return [daphne, "-b", "127.0.0.1", "-p", str(port), app]
 
 
 def worker_argv(name: str, *, capacity: int, fps: float | None = None) -> list[str]:

@@ -3,8 +3,6 @@ are dropped, text still arrives in order (sessions/socket_buffer.py), under a re
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,29 +11,22 @@ import websockets
 from daphne.ws_protocol import WebSocketFactory
 
 from sessions.socket_buffer import FrameDroppingWebSocket
-from tests.stack import ROOT, free_port, port_open
+from tests.stack import Processes, daphne_argv, free_port, port_open
 
 N, SIZE = 200, 256 * 1024  # 50 MB offered, far beyond what loopback's socket buffers hold
 TEXTS = [f"text {i}" for i in range(9, N, 10)] + ["done"]
 
 
-def start_daphne(sockets: str, logdir: Path) -> tuple[subprocess.Popen, int]:
+def start_daphne(sockets: str, logdir: Path) -> tuple[Processes, int]:
     port = free_port()
-    log = open(logdir / f"daphne-{sockets}.log", "w")  # noqa: SIM115 - the process owns it
-    argv = [str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(port)]
-    proc = subprocess.Popen(
-        [*argv, "tests.sessions.flood_asgi:application"],
-        cwd=ROOT,
-        env={**os.environ, "FLOOD_SOCKETS": sockets},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    procs = Processes(logdir, {**os.environ, "FLOOD_SOCKETS": sockets})
+    proc = procs.spawn("daphne", daphne_argv(port, "tests.sessions.flood_asgi:application"))
     deadline = time.monotonic() + 30
     while not port_open(port):
-        assert proc.poll() is None, (logdir / f"daphne-{sockets}.log").read_text()
+        assert proc.poll() is None, procs.tails()
         assert time.monotonic() < deadline, "daphne did not start"
         time.sleep(0.1)
-    return proc, port
+    return procs, port
 
 
 async def flood(port: int, *, read_after: float, interval: float) -> tuple[list[int], list[str]]:
@@ -57,10 +48,9 @@ async def flood(port: int, *, read_after: float, interval: float) -> tuple[list[
 
 @pytest.fixture(params=["ours", "daphne"])
 def daphne_port(request, tmp_path):
-    proc, port = start_daphne(request.param, tmp_path)
+    procs, port = start_daphne(request.param, tmp_path)
     yield request.param, port
-    proc.terminate()
-    proc.wait(timeout=10)
+    procs.stop()
 
 
 def test_a_client_that_does_not_read_gets_few_frames_and_every_text_in_order(daphne_port):
