@@ -37,15 +37,18 @@ def _get_engine():
 def weights_digest() -> str:
     """Which weights render covers: the first 16 hex digits of the SHA-256 of the shipped world
     model file (what `WorldEngine.load` reads), "" where there is none; with the frame
-    decoder's weights and the open vocabulary's weights and names, when shipped, digested into
-    it (a retrained decoder or a new concept re-renders)."""
+    decoder's weights, the open vocabulary's weights and names and the own reader's weights
+    and names, when shipped, digested into it (a retrained decoder, a new concept or a new
+    name re-renders)."""
     from inference.world.concepts import CONCEPTS_PATH
     from inference.world.decoder import WEIGHTS_FILE
     from inference.world.engine import DEFAULT_WEIGHTS, WEIGHTS_DIR
-    from inference.world.sprites import WEIGHTS
+    from inference.world.reading import OWN_NAMES
+    from inference.world.sprites import OWN_WEIGHTS, WEIGHTS
 
     world = _digest(DEFAULT_WEIGHTS, *_stamp(DEFAULT_WEIGHTS))
-    parts = [_digest(p, *_stamp(p)) for p in (WEIGHTS_DIR / WEIGHTS_FILE, WEIGHTS, CONCEPTS_PATH)]
+    paths = (WEIGHTS_DIR / WEIGHTS_FILE, WEIGHTS, CONCEPTS_PATH, OWN_WEIGHTS, OWN_NAMES)
+    parts = [_digest(p, *_stamp(p)) for p in paths]
     if not world or not all(parts):
         return world
     return hashlib.sha256("".join([world, *parts]).encode()).hexdigest()[:16]

@@ -10,7 +10,6 @@ is never chosen, so a pick always visibly changes the world.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 import numpy as np
@@ -18,18 +17,10 @@ import numpy as np
 from inference.narrative import grammar, world_words
 from inference.world import spec
 from inference.world import text as text_encoder
+from inference.world.reading import Reader
 
 Event = world_words.Event
 
-# Words that name an event outright; the embedding decides everything else.
-_PLURALS = {"wolf": "wolves", "butterfly": "butterflies"}  # beyond a plain -s or -es
-_CREATURE_WORDS = {
-    c: re.compile(rf"\b({c}(s|es)?|{_PLURALS.get(c, c)})\b", re.I) for c in spec.CREATURES
-}
-# "Bear the cold" is no bear: the animal only after a word that makes it a noun.
-_CREATURE_WORDS["bear"] = re.compile(
-    r"\b(a|the|that|this|big|brown|black)\s+bears?\b|\bbears\b", re.I
-)
 # An event that would change nothing (rain while it rains; a creature or thing never does).
 changes_nothing = world_words.changes_nothing
 
@@ -87,7 +78,9 @@ def ground_many(
 
 
 def creatures_named(text: str) -> list[str]:
-    return [c for c, pattern in _CREATURE_WORDS.items() if pattern.search(text)]
+    """The world model's own creatures a text names, as the world reads them (the shared
+    reader's own head): "Follow the fox" names the fox."""
+    return [spec.CREATURES[i] for i in Reader.shared().own(text)["creature"]]
 
 
 def ground(label: str, world: dict | None) -> Event:

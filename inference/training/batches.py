@@ -27,21 +27,24 @@ def to_t(x, dtype=torch.long, device="cpu") -> torch.Tensor:
     return torch.as_tensor(np.asarray(x), dtype=dtype, device=device)
 
 
-def text_dataset(cfg: TrainConfig) -> dict[str, torch.Tensor]:
-    """Embedded phrasings with labels, cached on disk (MiniLM costs a minute on 2 cores)."""
+def text_dataset(cfg: TrainConfig, split: str = "train") -> dict[str, torch.Tensor]:
+    """Embedded phrasings of a split with labels, cached on disk (MiniLM costs a minute on 2
+    cores)."""
     # the phrasing code's and banks' hash in the name: a widened bank is embedded again
     sources = (Path(sim.phrasing.__file__), sim.phrasing.BANKS_FILE)
     banks = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:8]
     cache = Path(cfg.checkpoint).with_name(
         f"text_v{spec.MODEL_VERSION}_{cfg.seed}_{cfg.n_prompts}_{cfg.n_events}_{banks}.pt"
     )
+    if split != "train":
+        cache = cache.with_name(f"{split}_{cache.name}")
     if cache.exists():
         return torch.load(cache)
     from inference.world import text as text_encoder
 
     rng = np.random.default_rng(cfg.seed + 1)
-    prompts = [sim.world_prompt(rng) for _ in range(cfg.n_prompts)]
-    events = [sim.event_text(rng) for _ in range(cfg.n_events)]
+    prompts = [sim.world_prompt(rng, split) for _ in range(cfg.n_prompts)]
+    events = [sim.event_text(rng, split) for _ in range(cfg.n_events)]
     print(f"embedding {len(prompts) + len(events)} phrasings with all-MiniLM-L6-v2 ...")
     data = {
         "prompt_emb": torch.from_numpy(text_encoder.embed([p for p, _ in prompts])),

@@ -9,13 +9,8 @@ from pathlib import Path
 
 import torch
 
-from inference.training import simulator as sim
 from inference.training.config import ROOT
-from inference.world.model import (
-    NAME_KINDS,
-    WorldModel,
-    save_classifier,
-)
+from inference.world.model import save_classifier
 
 
 def save_checkpoint(path: Path, model, classifier, opt, step, cfg, mcfg) -> None:
@@ -35,26 +30,10 @@ def save_checkpoint(path: Path, model, classifier, opt, step, cfg, mcfg) -> None
     tmp.replace(path)  # atomic: an interrupted save never corrupts the last checkpoint
 
 
-def add_names(model: WorldModel) -> int:
-    """Give the model its concept names: the training split of every biome's, atmosphere's and
-    time of day's phrasings (and of creatures and scene details, as "other"), embedded; the
-    engine matches a prompt's short phrases to them. -> how many."""
-    from inference.world import text as text_encoder
-
-    named = sim.phrasing.concept_names()
-    model.set_names(
-        torch.from_numpy(text_encoder.embed([text for _, _, text in named])),
-        torch.tensor([NAME_KINDS.index(kind) for kind, _, _ in named]),
-        torch.tensor([i for _, i, _ in named]),
-    )
-    return len(named)
-
-
 def export(model, classifier, cfg, mcfg, history, steps) -> None:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     model = copy.deepcopy(model).cpu().eval()  # the training run (and its checkpoint) goes on
-    add_names(model)
     mcfg = model.cfg
     model.save(out / "world_model.safetensors", extra={"steps": str(steps)})
     save_classifier(classifier.cpu().eval(), out / "classifier.safetensors")

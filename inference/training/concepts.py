@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from inference.training.icons import CONCRETE, SCENE
 from inference.training.simulator import phrasing
 from inference.world import concepts as vocab
-from inference.world import reading, spec, vocabulary
+from inference.world import reading, spec
 from inference.world import text as text_encoder
 from inference.world.concepts import BEHAVIOURS
 from inference.world.sprites import WEIGHTS, ConceptModel
@@ -135,11 +135,11 @@ def _nothing(rng: np.random.Generator, said: list[str]) -> str:
 def scenery(concepts) -> list[str]:
     """Names of places, skies and times, not things: those the icons' labels judge a scene
     (`data/concrete_labels.json`) and the players' words for the world model's places
-    (`world.vocabulary`), less any name a concept has. A span of them reads as none."""
+    (`world/data/own_names.json`), less any name a concept has. A span of them reads as none."""
     named = {n for c in concepts for n in c.names}
     judged = json.loads(CONCRETE.read_text())
     said = [k for k, v in judged.items() if v == SCENE]
-    said += [n for names in vocabulary.SYNONYMS["biome"].values() for n in names]
+    said += [n for c, n in reading.own_names() if reading.OWN_CLASSES[c][0] == "biome"]
     return sorted(set(said) - named)
 
 

@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from inference.training.batches import PromptIndex, text_dataset
 from inference.training.calibrate import calibrate_kinds
-from inference.training.checkpoints import add_names, export, read_meta, save_checkpoint, write_meta
+from inference.training.checkpoints import export, read_meta, save_checkpoint, write_meta
 from inference.training.config import TrainConfig, cosine
 from inference.training.finetune import (
     fit_covers,
@@ -173,13 +173,7 @@ def main(argv=None) -> None:
         help="only fit the generator's sampling bias to the simulator's tile kind mix, on the "
         "exported weights",
     )
-    parser.add_argument(
-        "--write-names",
-        action="store_true",
-        help="only (re)write the concept names prompts are matched to, on the exported weights",
-    )
     args = vars(parser.parse_args(argv))
-    names = args.pop("write_names")
     resume = args.pop("resume")
     polish = args.pop("polish_renderer")
     classifier_steps = args.pop("train_classifier")
@@ -190,17 +184,6 @@ def main(argv=None) -> None:
     kind_rounds = args.pop("calibrate_kinds")
     cfg = TrainConfig(**{f.name: args[f.name] for f in fields(TrainConfig)})
     mcfg = ModelConfig(**{f.name: args[f.name] for f in fields(ModelConfig)})
-    if names:
-        path = Path(cfg.out) / "world_model.safetensors"
-        model = WorldModel.from_file(path)
-        n = add_names(model)
-        meta = read_meta(cfg.out)
-        meta["model"].pop("biome_protos", None)
-        meta["model"]["names"] = n
-        write_meta(cfg.out, meta)
-        model.save(path, extra={"steps": str(meta.get("steps_done"))})
-        print(f"{n} concept names saved to {path}")
-        return
     if polish:
         polish_renderer(cfg, polish)
         return

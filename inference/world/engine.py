@@ -40,7 +40,6 @@ from inference.world.objects import (
     move_objects,
     water_near,
 )
-from inference.world.places import shown_biomes
 from inference.world.prompts import (
     SUGGESTIONS,
     PromptError,
@@ -50,7 +49,7 @@ from inference.world.prompts import (
     nearest_events,
     read_event,
     read_prompt,
-    text_heads,
+    shown_biomes,
 )
 from inference.world.reading import Reader
 from inference.world.scenes import render, scene
@@ -99,7 +98,7 @@ class WorldEngine(TerrainGrowth, Evolution):
         self._init_evolution(dynamics or Dynamics.load(device=device))
         # the open vocabulary: what text names beyond the model's own creatures and things,
         # drawn by the sprite generator once per concept (rows of the sprite table)
-        self.reader = reader or Reader.load()
+        self.reader = reader or Reader.shared()
         self._sprite_rows: dict[str, int] = {}
         self._sprite_table = torch.zeros(0, SPRITE_SIDE, SPRITE_SIDE, 4)
         self.model = model.to(self.device).eval()
@@ -142,7 +141,7 @@ class WorldEngine(TerrainGrowth, Evolution):
             torch.manual_seed(0)
             model = WorldModel(ModelConfig())
         text_encoder.load_encoder("cpu")
-        reader = Reader.load()
+        reader = Reader.shared()
         _ = reader.keys  # the vocabulary's names embedded now, not in the first event's step
         dynamics = Dynamics.load(device=device)
         # numpy's BLAS (OpenBLAS) keeps threads of its own beside torch's, which spin after
@@ -630,6 +629,3 @@ class WorldEngine(TerrainGrowth, Evolution):
             return self.worlds[world_id]
         except KeyError:
             raise KeyError(f"unknown world {world_id!r}") from None
-
-    def _text_heads(self, text: str, heads, emb=None) -> dict[str, torch.Tensor]:
-        return text_heads(self.model, text, heads, emb, self.device)

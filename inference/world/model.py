@@ -46,9 +46,6 @@ EVENT_HEADS = {
 }
 
 
-NAME_KINDS = ("biome", "weather", "time", "other", "creature", "thing", "unknown")
-
-
 @dataclass
 class ModelConfig:
     text_dim: int = 384  # all-MiniLM-L6-v2 embedding size
@@ -64,7 +61,6 @@ class ModelConfig:
     # beaches: 21%), a meadow 88% plain grass (42%). Sampling only: training never samples.
     gen_choice_temp: float = 4.0
     max_chunk: int = 16  # cap on frames per step call for one player
-    names: int = 0  # MiniLM embeddings of concept names the prompt's phrases are matched to
 
 
 class TextHeads(nn.Module):
@@ -549,22 +545,6 @@ class WorldModel(nn.Module):
         self.collision = CollisionHead()
         self.renderer = Renderer(cfg)
         self.encoder = TileEncoder()
-        # Names of the concepts a prompt can ask for (training phrasings, embedded): a prompt's
-        # short phrases are matched to them by meaning beside what the prompt heads read off
-        # the whole sentence. name_kinds: NAME_KINDS index; name_ids: the concept's index in
-        # its list (BIOMES, WEATHERS, TIMES, CREATURES, THINGS; 0 for "other": scene details,
-        # names that only take a phrase away from the rest; 0 for "unknown": creatures and
-        # things the model does not have).
-        self.register_buffer("name_vecs", torch.zeros(cfg.names, cfg.text_dim))
-        self.register_buffer("name_kinds", torch.zeros(cfg.names, dtype=torch.long))
-        self.register_buffer("name_ids", torch.zeros(cfg.names, dtype=torch.long))
-
-    def set_names(self, vecs: torch.Tensor, kinds: torch.Tensor, ids: torch.Tensor) -> None:
-        """(N, 384) unit embeddings of concept names, (N,) their kinds and indices."""
-        self.cfg.names = len(ids)
-        self.name_vecs = vecs.float().contiguous()
-        self.name_kinds = kinds.long().contiguous()
-        self.name_ids = ids.long().contiguous()
 
     @torch.no_grad()
     def solid_table(self) -> torch.Tensor:
@@ -583,8 +563,12 @@ class WorldModel(nn.Module):
 
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
-        model = cls(ModelConfig(**json.loads(meta["config"])))
+        config = json.loads(meta["config"])
+        config.pop("names", None)  # weights exported before the reader's names left them
+        model = cls(ModelConfig(**config))
         state = load_file(str(path))
+        for legacy in ("name_vecs", "name_kinds", "name_ids"):
+            state.pop(legacy, None)  # the names live in world/data/own_names.json now
         state["renderer.tok.weight"] = with_cover_rows(state["renderer.tok.weight"])
         # weights made before the covers' detail patches draw the covers by the MLP alone
         state.setdefault("renderer.cover_detail", torch.zeros_like(model.renderer.cover_detail))

@@ -1,35 +1,72 @@
-"""The open-vocabulary reader: which concrete things a text names, from the concept vocabulary.
+"""The text reader: what a text names, of the world model's own vocabulary and of the open one.
 
 A text's short spans (1 to 4 words, and the whole text) are embedded with MiniLM and read by
-the trained `ReaderHead` with the whole text as context: for each span, the probability that
-it names each concept of the vocabulary, or none. A span names its likeliest concept when it
-is sure enough to name something (`ConceptModel.name_min`); overlapping spans keep the surer,
-and a text's further things must each name something other than what was read before them
-(`more_min`). Both thresholds
-are fitted by `training.sweep_reader` on the tuning split. No word list and no rule for a
-wording: what is read is what the data and the heads say.
+two trained `ReaderHead`s with the whole text as context, each giving, per span, the
+probability that it names each name of a vocabulary, or none:
+- the own head (`OwnReaderModel`) reads the world model's own places, skies, times of day,
+  creatures and things, whose names are the data file `data/own_names.json`. A class's
+  chance is the sum of its names'; a span names the likeliest class where that is not "none"
+  (a calibrated class of its own: no threshold), and overlapping spans keep the surer
+  (`Reader.own`);
+- the concept head (`ConceptModel`) reads the open vocabulary (`weights/concepts.json`). A span
+  names its likeliest concept when it is sure enough to name something (`name_min`);
+  overlapping spans keep the surer, and a text's further things must each name something
+  other than what was read before them (`more_min`). Both thresholds are fitted by
+  `training.sweep_reader` on the tuning split (`Reader.things`).
+No word list but English function words, and no rule for a wording: what is read is what the
+data and the heads say; a misread is fixed by data or a model change.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import threading
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from inference.world import concepts as vocab
+from inference.world import spec
 from inference.world import text as text_encoder
 from inference.world.concepts import BEHAVIOURS, Concept
-from inference.world.sprites import ConceptModel
+from inference.world.sprites import OWN_WEIGHTS, ConceptModel, OwnReaderModel
 
 VAR_MODELS = Path(__file__).resolve().parents[2] / "var" / "models"
 MAX_SPAN = 4
 MAX_THINGS = 3  # things one text places at most
+OWN_NAMES = Path(__file__).parent / "data" / "own_names.json"
+OWN_KINDS = {
+    "biome": spec.BIOMES,
+    "weather": spec.WEATHERS,
+    "time": spec.TIMES,
+    "creature": spec.CREATURES,
+    "thing": spec.THINGS,
+}
+# the own head's classes, (kind, index) in this order; "none" comes after them
+OWN_CLASSES = tuple((k, i) for k, values in OWN_KINDS.items() for i in range(len(values)))
+NONE = len(OWN_CLASSES)
+OWN_SLICES = {
+    kind: slice(OWN_CLASSES.index((kind, 0)), OWN_CLASSES.index((kind, 0)) + len(values))
+    for kind, values in OWN_KINDS.items()
+}
+
+
+@cache
+def own_names(path: Path = OWN_NAMES) -> tuple[tuple[int, str], ...]:
+    """(class, name) for every name of the own vocabulary's data file."""
+    data = json.loads(path.read_text())
+    said = [data[kind][OWN_KINDS[kind][i]] for kind, i in OWN_CLASSES]
+    return tuple((c, name) for c, names in enumerate(said) for name in names)
+
+
+_shared: Reader | None = None
+_shared_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -46,17 +83,36 @@ class Behaviour:
 
 
 class Reader:
-    def __init__(self, model: ConceptModel, concepts: tuple[Concept, ...] | None = None):
+    def __init__(
+        self,
+        model: ConceptModel,
+        concepts: tuple[Concept, ...] | None = None,
+        own: OwnReaderModel | None = None,
+        own_rows: tuple[tuple[int, str], ...] | None = None,
+    ):
         self.model = model.eval()
         self.concepts = concepts or vocab.load()
+        self.own_model = (own or OwnReaderModel()).eval()  # untrained: tests of the things
+        self.own_rows = own_rows  # (class, name) in place of the data file's (the tune split)
         self._lock = threading.Lock()
         self._keys: torch.Tensor | None = None  # (N, 384) name embeddings, made on first use
         self._name_keys: torch.Tensor | None = None
+        self._own_keys: tuple[torch.Tensor, torch.Tensor] | None = None
         self._known_cache: dict[tuple[str, ...], tuple[torch.Tensor, frozenset[int]]] = {}
 
     @classmethod
     def load(cls) -> Reader:
-        return cls(ConceptModel.from_file())
+        return cls(ConceptModel.from_file(), own=OwnReaderModel.from_file(OWN_WEIGHTS))
+
+    @classmethod
+    def shared(cls) -> Reader:
+        """The process's one reader of the shipped weights (the engine's, and the story
+        grounding's), loaded on first use."""
+        global _shared
+        with _shared_lock:
+            if _shared is None:
+                _shared = cls.load()
+            return _shared
 
     @property
     def keys(self) -> torch.Tensor:
@@ -64,7 +120,7 @@ class Reader:
         are kept in var/models/ by the vocabulary's digest (made again when it changes)."""
         with self._lock:
             if self._keys is None:
-                self._keys = torch.from_numpy(_name_keys(self.concepts))
+                self._keys = torch.from_numpy(_name_keys(tuple(c.name for c in self.concepts)))
             return self._keys
 
     @property
@@ -75,6 +131,27 @@ class Reader:
                 self._name_keys = self.model.reader.keys(self.keys)
         return self._name_keys
 
+    @property
+    def own_keys(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(N, 384) the own head's keys of the own names, and (N, C) which class each is."""
+        if self._own_keys is None:
+            rows = self.own_rows or own_names()
+            names = torch.from_numpy(_name_keys(tuple(n for _, n in rows), "own_keys"))
+            with torch.no_grad():
+                keys = self.own_model.reader.keys(names)
+            of = torch.zeros(len(rows), NONE)
+            of[torch.arange(len(rows)), torch.tensor([c for c, _ in rows])] = 1.0
+            self._own_keys = (keys, of)
+        return self._own_keys
+
+    @staticmethod
+    def embedded(text: str) -> tuple[list[tuple[str, tuple[int, int]]], torch.Tensor, torch.Tensor]:
+        """A text's spans, (S, 384) their embeddings and (S, 384) the whole text's (context)."""
+        spans = _spans(text)
+        whole = " ".join(_words(text)) or text.lower()
+        emb = torch.from_numpy(text_encoder.embed([s for s, _ in spans] + [whole]))
+        return spans, emb[:-1], emb[-1:].expand(len(spans), -1)
+
     @torch.no_grad()
     def read(
         self, text: str, extra: torch.Tensor | None = None
@@ -82,13 +159,49 @@ class Reader:
         """A text's spans and (S, N + 1) the probability that each names each concept, or
         none (last column), read with the whole text as its context; ``extra`` reader keys
         (K, 384) join the vocabulary for this read as columns N..N+K-1."""
-        spans = _spans(text)
-        whole = " ".join(_words(text)) or text.lower()
-        emb = torch.from_numpy(text_encoder.embed([s for s, _ in spans] + [whole]))
-        context = emb[-1:].expand(len(spans), -1)
+        spans, emb, context = self.embedded(text)
         keys = self.name_keys if extra is None else torch.cat([self.name_keys, extra])
-        logits = self.model.reader.logits(emb[:-1], context, keys)
+        logits = self.model.reader.logits(emb, context, keys)
         return spans, torch.softmax(logits, -1).numpy()
+
+    @torch.no_grad()
+    def read_own(self, text: str) -> tuple[list[tuple[str, tuple[int, int]]], np.ndarray]:
+        """A text's spans and (S, C + 1) the probability that each names each class of the
+        own vocabulary (`OWN_CLASSES`), or none (last column)."""
+        spans, emb, context = self.embedded(text)
+        keys, of = self.own_keys
+        if self.own_model.cfg.window:
+            words = _words(text)
+            around = text_encoder.embed([window(words, at) for _, at in spans])
+            logits = self.own_model.reader.logits(emb, context, keys, torch.from_numpy(around))
+        else:
+            logits = self.own_model.reader.logits(emb, context, keys)
+        probs = torch.softmax(logits, -1)
+        return spans, torch.cat([probs[:, :-1] @ of, probs[:, -1:]], -1).numpy()
+
+    def own(self, text: str) -> dict[str, list[int]]:
+        """Per kind of `OWN_KINDS`, the values the text's spans name, surest first: a span
+        names its likeliest class unless that is none, and a span overlapping a surer naming
+        one is dropped (each word names one thing)."""
+        spans, probs = self.read_own(text)
+        top, sure = probs.argmax(1), probs.max(1)
+        taken: list[tuple[int, int]] = []
+        out: dict[str, list[int]] = {kind: [] for kind in OWN_KINDS}
+        for i in np.argsort(-sure, kind="stable"):
+            lo, hi = spans[i][1]
+            if top[i] == NONE or any(lo < b and a < hi for a, b in taken):
+                continue
+            taken.append((lo, hi))
+            kind, value = OWN_CLASSES[int(top[i])]
+            if value not in out[kind]:
+                out[kind].append(value)
+        return out
+
+    def own_chances(self, text: str) -> dict[str, np.ndarray]:
+        """Per kind of `OWN_KINDS`, (values,) each value's chance by the span surest of it."""
+        _, probs = self.read_own(text)
+        best = probs[:, :-1].max(0)
+        return {kind: best[OWN_SLICES[kind]] for kind in OWN_KINDS}
 
     def ranked(self, text: str, k: int = 3) -> list[Match]:
         """The k concepts the text most surely names through any of its spans, best first
@@ -172,17 +285,16 @@ class Reader:
         return self.model.draw(self.keys[concept.index][None])[0].numpy()
 
 
-def _name_keys(concepts: tuple[Concept, ...]) -> np.ndarray:
-    names = [c.name for c in concepts]
+def _name_keys(names: tuple[str, ...], tag: str = "concept_keys") -> np.ndarray:
     digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
-    path = VAR_MODELS / f"concept_keys-{digest}.npy"
+    path = VAR_MODELS / f"{tag}-{digest}.npy"
     try:
         keys = np.load(path)
         if keys.shape == (len(names), text_encoder.TEXT_DIM):
             return keys
     except (OSError, ValueError):
         pass
-    keys = text_encoder.embed(names)
+    keys = text_encoder.embed(list(names))
     try:
         VAR_MODELS.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
@@ -198,6 +310,12 @@ _WORD = re.compile(r"[\w'-]+")
 
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)][: text_encoder.MAX_PHRASE_WORDS]
+
+
+def window(words: list[str], at: tuple[int, int]) -> str:
+    """A span with the word before and the word after it (as far as the text goes)."""
+    lo, hi = at
+    return " ".join(words[max(0, lo - 1) : hi + 1]) or " ".join(words)
 
 
 def _spans(text: str) -> list[tuple[str, tuple[int, int]]]:

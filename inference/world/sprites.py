@@ -10,6 +10,10 @@
 
 One file, `weights/concepts.safetensors`, with its config in the metadata; no names inside it
 (those are `weights/concepts.json`).
+
+- `OwnReaderModel`: a second `ReaderHead` for the world model's own vocabulary (its places,
+  skies, times of day, creatures and things), compared with the names of
+  `world/data/own_names.json`; its own file, `weights/own_reader.safetensors`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from torch import nn
 from inference.world.concepts import BEHAVIOURS
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "concepts.safetensors"
+OWN_WEIGHTS = WEIGHTS.with_name("own_reader.safetensors")
 
 
 @dataclass
@@ -35,6 +40,7 @@ class SpriteConfig:
     hidden: int = 1024  # generator width
     behaviour_hidden: int = 256
     reader_hidden: int = 768
+    window: bool = False  # the own reader reads each span's window too (WindowReaderHead)
 
 
 class SpriteGenerator(nn.Module):
@@ -147,4 +153,50 @@ class ConceptModel(nn.Module):
         state = {k: v.float() for k, v in load_file(str(path)).items()}
         state.setdefault("more_min", model.more_min)  # weights fitted before it was
         model.load_state_dict(state)
+        return model.eval()
+
+
+class WindowReaderHead(ReaderHead):
+    """A `ReaderHead` that also reads each span with a word either side (its window): "bear"
+    in "bear the cold" is a verb, in "with the bear" the animal, where the whole text's one
+    embedding says little of one word's use."""
+
+    def __init__(self, cfg: SpriteConfig):
+        super().__init__(cfg)
+        self.net[0] = nn.Linear(4 * cfg.text_dim, cfg.reader_hidden)
+
+    def forward(
+        self, span: torch.Tensor, text: torch.Tensor, window: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.net(torch.cat([span, text, span * text, window], -1))
+        return F.normalize(span + h[:, :-1], dim=-1), h[:, -1]
+
+    def logits(self, span, text, keys, window=None) -> torch.Tensor:
+        vec, none = self(span, text, window)
+        return torch.cat([vec @ keys.T * self.scale, none[:, None]], -1)
+
+
+class OwnReaderModel(nn.Module):
+    """The reader of the world model's own names: a span in its text -> each own name, or
+    none; a class (a biome, a sky, ...) is the sum of its names' chances (`reading`). No names
+    and no thresholds inside: "none" is a class of its own, trained to be calibrated."""
+
+    def __init__(self, cfg: SpriteConfig | None = None):
+        super().__init__()
+        self.cfg = cfg or SpriteConfig(reader_hidden=384, window=True)
+        self.reader = WindowReaderHead(self.cfg) if self.cfg.window else ReaderHead(self.cfg)
+
+    def save(self, path: str | Path = OWN_WEIGHTS, extra: dict | None = None) -> None:
+        meta = {"config": json.dumps(asdict(self.cfg)), **(extra or {})}
+        state = {k: v.detach().half().contiguous() for k, v in self.state_dict().items()}
+        save_file(state, str(path), meta)
+
+    @classmethod
+    def from_file(cls, path: str | Path = OWN_WEIGHTS) -> OwnReaderModel:
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        model = cls(SpriteConfig(**json.loads(meta["config"])))
+        model.load_state_dict({k: v.float() for k, v in load_file(str(path)).items()})
         return model.eval()

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from inference.world import spec, vocabulary
+from inference.world import spec
+from inference.world import text as text_encoder
 
-SPLITS = ("train", "eval")
-EVAL_HELD_OUT = 0.5  # how often an eval draw takes a held-out entry
+SPLITS = ("train", "eval", "fit", "tune")
+EVAL_HELD_OUT = 0.5  # how often an eval (or tune) draw takes a held-out entry
 
 # The banks are data (inference/training/data/phrasing.json), read once at import; what each
 # holds, and the placeholders its templates fill:
@@ -39,7 +40,7 @@ TIME_WORLD: dict[str, list[str]] = _BANKS["time_world"]
 TIME_NOUNS: dict[str, list[str]] = _BANKS["time_nouns"]
 SCENES: list[str] = _BANKS["scenes"]
 # The first noun of each creature is its spec name. The held-out last ones ("hind", "starling",
-# "spotted toad", "ginger tom") are no name of `vocabulary`, so no weights were trained on them.
+# "spotted toad", "ginger tom") are no name of `world/data/own_names.json`.
 CREATURE_NOUNS: dict[str, list[str]] = _BANKS["creature_nouns"]
 # {a}: the creature with its article, {p}: its plural.
 CREATURE_WORLD: list[str] = _BANKS["creature_world"]
@@ -142,40 +143,6 @@ def _check_banks() -> None:
         raise ValueError("'a {creature} appears' is not a training phrasing")
 
 
-def concept_names() -> list[tuple[str, int, str]]:
-    """(kind, index, name) for the training part of every biome noun, atmosphere and time of
-    day phrasing, of every creature noun and of every thing's event phrasings, and ("other", 0,
-    ...) for scene details, plus `vocabulary`'s words (("unknown", its index, ...) for what the
-    model does not have): the names a text's phrases are matched to (a phrase nearest to a
-    creature, a thing, a detail or an unknown names no atmosphere; a creature the heads read
-    needs a phrase nearest to one of its names).
-    The event banks' phrasings name the same atmospheres and times ("a downpour begins", "day
-    breaks"): a prompt's "in a steady downpour" or "at daybreak" finds its concept through them
-    where the world phrasings' words miss it."""
-    out = []
-    for kind, banks, keys in (
-        ("biome", (BIOME_NOUNS,), spec.BIOMES),
-        ("weather", (WEATHER_WORLD, WEATHER_ADJ, WEATHER_EVENTS), spec.WEATHERS),
-        ("time", (TIME_WORLD, TIME_NOUNS, TIME_EVENTS), spec.TIMES),
-        ("creature", (CREATURE_NOUNS,), spec.CREATURES),
-        ("thing", (THING_EVENTS,), spec.THINGS),
-    ):
-        for bank in banks:
-            for key, options in bank.items():
-                out += [(kind, keys.index(key), name) for name in train_part(options)]
-    out += [("other", 0, name) for name in train_part(DETAILS)]
-    # the words players use beyond the banks, and those for what the model does not have
-    for kind, keys in (
-        ("biome", spec.BIOMES),
-        ("creature", spec.CREATURES),
-        ("thing", spec.THINGS),
-    ):
-        for key, names in vocabulary.SYNONYMS[kind].items():
-            out += [(kind, keys.index(key), name) for name in names]
-    out += [("unknown", i, name) for i, name in enumerate(vocabulary.UNKNOWN)]
-    return out
-
-
 def train_part(options: list) -> list:
     """The entries `split="train"` draws from."""
     return options[:-1]
@@ -186,12 +153,33 @@ def held_out(options: list) -> list:
     return options[-1:]
 
 
+def tuning_part(options: list) -> list:
+    """The training entry `split="tune"` holds back from `split="fit"` (lists of three or
+    more): choices made on the tune split meet wording they never saw without reading the
+    eval split's held-out entries."""
+    return options[-2:-1] if len(options) > 2 else []
+
+
 def _pick(rng: np.random.Generator, options: list, split: str = "train"):
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
-    pool = held_out(options) if split == "eval" and rng.random() < EVAL_HELD_OUT else None
-    pool = pool or train_part(options)
+    pool = None
+    if split in ("eval", "tune") and rng.random() < EVAL_HELD_OUT:
+        pool = held_out(options) if split == "eval" else tuning_part(options)
+    if not pool:
+        tuned = tuning_part(options)
+        pool = [o for o in train_part(options) if split != "fit" or o not in tuned]
     return pool[rng.integers(len(pool))]
+
+
+def tuning_entries() -> set[str]:
+    """Every entry of every bank that `split="fit"` never draws (`tuning_part`)."""
+    out: set[str] = set()
+    for bank in _BANKS.values():
+        for options in bank.values() if isinstance(bank, dict) else (bank,):
+            if isinstance(options, list):
+                out.update(o for o in tuning_part(options) if isinstance(o, str))
+    return out
 
 
 def _head_word(noun: str) -> str:
@@ -245,10 +233,46 @@ def _creature_forms(rng, creature: int, split: str) -> dict:
     return {"c": noun, "a": _a(noun), "p": _plural(noun)}
 
 
+# What a part of a text names: its words (the first of these found), its kind and value.
+Said = tuple[tuple[str, ...], str, int]
+
+
+def word_labels(text: str, said: list[Said]) -> list[tuple[str, int] | None]:
+    """Per word of a text (`text.words`), the (kind, value) the part it belongs to names, or
+    None: the generator knows each part it inserts, so the labels come from it, not a rule."""
+    words = text_encoder.words(text)
+    out: list[tuple[str, int] | None] = [None] * len(words)
+    for forms, kind, value in said:
+        for form in forms:
+            part = text_encoder.words(form)
+            at = next(
+                (
+                    i
+                    for i in range(len(words) - len(part) + 1)
+                    if words[i : i + len(part)] == part
+                    and all(x is None for x in out[i : i + len(part)])
+                ),
+                None,
+            )
+            if part and at is not None:
+                out[at : at + len(part)] = [(kind, value)] * len(part)
+                break
+    return out
+
+
 def world_prompt(rng: np.random.Generator, split: str = "train") -> tuple[str, dict]:
     """A random world description and its labels: biome, biome2 (-1 unless two are mixed),
     weather (0 = clear when not mentioned), time (index of "day" when not mentioned) and
     creature (-1 when none is mentioned)."""
+    text, labels, _ = labelled_world_prompt(rng, split)
+    return text, labels
+
+
+def labelled_world_prompt(
+    rng: np.random.Generator, split: str = "train"
+) -> tuple[str, dict, list[Said]]:
+    """`world_prompt` (the same draws, the same text) and the parts that name its place, sky,
+    time and creature (`word_labels` turns them into per-word labels)."""
     n_biomes = len(spec.BIOMES)
     biome = int(rng.integers(n_biomes))
     biome2 = -1
@@ -266,28 +290,37 @@ def world_prompt(rng: np.random.Generator, split: str = "train") -> tuple[str, d
         "creature": creature,
     }
     w_name, t_name = spec.WEATHERS[weather], spec.TIMES[time]
+    said: list[Said] = []
 
     # the place: one biome (maybe weather as its adjective: "a foggy swamp") or a mix of two
     adjective = None
     if say_weather and w_name != "clear" and biome2 < 0 and rng.random() < 0.2:
         adjective, say_weather = _pick(rng, WEATHER_ADJ[w_name], split), False
+        said.append(((adjective,), "weather", weather))
     x, xb = _biome_phrase(rng, biome, split, adjective)
+    said.append(((xb,), "biome", biome))
     if biome2 >= 0:
         y, yb = _biome_phrase(rng, biome2, split, "")
+        said.append(((yb,), "biome", biome2))
         place = _pick(rng, BIOME_JOINERS, split).format(x=x, y=y, xb=xb, yb=yb)
     else:
         place = x
 
     # the body: the place itself, a scene in it, or a creature in it
     forms = _creature_forms(rng, creature, split) if creature >= 0 else None
+    if forms:
+        said.append(((forms["p"], forms["c"]), "creature", creature))
     templates = SCENE_TEMPLATES
     if forms and rng.random() < 0.3:
         body = _pick(rng, CREATURE_LEAD, split).format(w=place, **forms)
         forms = None
     elif say_time and rng.random() < 0.3:
         scene = _pick(rng, TIME_NOUNS[t_name], split)
+        said.append(((scene,), "time", time))
         if say_weather and rng.random() < 0.6:
-            scene, say_weather = f"{_pick(rng, WEATHER_ADJ[w_name], split)} {scene}", False
+            sky = _pick(rng, WEATHER_ADJ[w_name], split)
+            scene, say_weather = f"{sky} {scene}", False
+            said.append(((sky,), "weather", weather))
         body = _pick(rng, SCENES, split).format(s=_a(scene), w=place)
         say_time = False
     else:
@@ -298,8 +331,10 @@ def world_prompt(rng: np.random.Generator, split: str = "train") -> tuple[str, d
     extras = []
     if say_weather:
         extras.append(_pick(rng, WEATHER_WORLD[w_name], split))
+        said.append(((extras[-1],), "weather", weather))
     if say_time:
         extras.append(_pick(rng, TIME_WORLD[t_name], split))
+        said.append(((extras[-1],), "time", time))
     lead = extras.pop(int(rng.integers(len(extras)))) if extras and rng.random() < 0.2 else None
     if forms:
         extras.append(_pick(rng, CREATURE_WORLD, split).format(**forms))
@@ -310,23 +345,28 @@ def world_prompt(rng: np.random.Generator, split: str = "train") -> tuple[str, d
         text += (", " if rng.random() < 0.3 else " ") + extra
     if lead:
         text = f"{lead}, {text}"
-    return text, labels
+    return text, labels, said
 
 
-def _event_phrase(rng: np.random.Generator, kind: str, value: int, split: str) -> str:
+def _event_phrase(rng: np.random.Generator, kind: str, value: int, split: str) -> tuple[str, Said]:
+    """An event's phrasing and the part of it that names it (a creature's noun, else all)."""
     if kind == "weather":
-        return _pick(rng, WEATHER_EVENTS[spec.WEATHERS[value]], split)
-    if kind == "time":
-        return _pick(rng, TIME_EVENTS[spec.TIMES[value]], split)
-    if kind == "creature":
+        text = _pick(rng, WEATHER_EVENTS[spec.WEATHERS[value]], split)
+    elif kind == "time":
+        text = _pick(rng, TIME_EVENTS[spec.TIMES[value]], split)
+    elif kind == "creature":
         name = spec.CREATURES[value]
         forms = _creature_forms(rng, value, split)
         if rng.random() < 0.35:
-            return f"{forms['a']} {_pick(rng, CREATURE_MOVES[name], split)}"
-        return _pick(rng, CREATURE_EVENTS, split).format(**forms)
-    if kind == "thing":
-        return _pick(rng, THING_EVENTS[spec.THINGS[value]], split)
-    raise ValueError(f"unknown event kind {kind!r}")
+            text = f"{forms['a']} {_pick(rng, CREATURE_MOVES[name], split)}"
+        else:
+            text = _pick(rng, CREATURE_EVENTS, split).format(**forms)
+        return text, ((forms["p"], forms["c"]), kind, value)
+    elif kind == "thing":
+        text = _pick(rng, THING_EVENTS[spec.THINGS[value]], split)
+    else:
+        raise ValueError(f"unknown event kind {kind!r}")
+    return text, ((text,), kind, value)
 
 
 def _is_command(text: str) -> bool:
@@ -343,24 +383,34 @@ def _with_prefix(rng: np.random.Generator, text: str, split: str) -> str:
 def event_text(rng: np.random.Generator, split: str = "train") -> tuple[str, dict]:
     """A random event phrase (none, one, or two events of different kinds) and its labels:
     weather, time, creature and thing, each an index or -1."""
+    text, labels, _ = labelled_event_text(rng, split)
+    return text, labels
+
+
+def labelled_event_text(
+    rng: np.random.Generator, split: str = "train"
+) -> tuple[str, dict, list[Said]]:
+    """`event_text` (the same draws, the same text) and the parts that name its events."""
     labels = dict.fromkeys(_EVENT_KINDS, -1)
     if rng.random() < 0.1:
-        return _pick(rng, NON_EVENTS, split), labels
+        return _pick(rng, NON_EVENTS, split), labels, []
     n = 1 if rng.random() < 0.7 else 2
-    texts = []
+    texts, said = [], []
     for k in rng.choice(len(_EVENT_KINDS), size=n, replace=False):
         kind = _EVENT_KINDS[int(k)]
         labels[kind] = int(rng.integers(_KIND_SIZES[kind]))
-        texts.append(_event_phrase(rng, kind, labels[kind], split))
+        text, part = _event_phrase(rng, kind, labels[kind], split)
+        texts.append(text)
+        said.append(part)
     if n == 1:
-        return _with_prefix(rng, texts[0], split), labels
+        return _with_prefix(rng, texts[0], split), labels, said
     joiners = COMMAND_JOINERS if _is_command(texts[1]) else JOINERS
-    return _pick(rng, joiners, split).join(texts), labels
+    return _pick(rng, joiners, split).join(texts), labels, said
 
 
 def event_for(rng: np.random.Generator, kind: str, value: int, split: str = "eval") -> str:
     """One phrasing of one given event (kind: weather, time, creature or thing)."""
-    return _event_phrase(rng, kind, int(value), split)
+    return _event_phrase(rng, kind, int(value), split)[0]
 
 
 _check_banks()

@@ -1,5 +1,6 @@
 """A generated option is grounded to the engine event a pick of it should cause (MiniLM)."""
 
+import numpy as np
 import pytest
 
 from inference.narrative import grounding
@@ -46,3 +47,40 @@ def test_an_option_about_nothing_the_world_knows_grounds_weakly():
         ["Ask the innkeeper about taxes", "Follow the fox into the bushes"], CLEAR_DAY
     )
     assert weak < strong
+
+
+# A creature's name in another sense names no creature, and as the animal it does: the world's
+# own reader decides (it was a word pattern per creature, and a rule for "bear"). Written for
+# this test; the reader's training texts hold other sentences of the kind.
+OTHER_SENSES = [
+    "Bear the cold until dawn",
+    "Wolf down the stew before leaving",
+    "Duck behind the wall",
+    "Don't crab about the weather",
+    "Fish for the key in the well",
+    "Ghost through the hall unseen",
+    "Rabbit on about the old days",
+    "Can't bear the noise any longer",
+]
+THE_ANIMAL = [
+    ("Follow the fox into the bushes", "fox"),
+    ("Share your bread with the bear", "bear"),
+    ("Watch the fish in the stream", "fish"),
+    ("Feed the stray cat", "cat"),
+    ("Chase the rabbit across the field", "rabbit"),
+    ("Listen to the wolves howl", "wolf"),
+    ("Catch a butterfly", "butterfly"),
+    ("A bear lumbers out of the trees", "bear"),
+]
+
+
+def test_a_creature_is_named_by_the_animal():
+    animals = [grounding.creatures_named(text) == [c] for text, c in THE_ANIMAL]
+    assert np.mean(animals) >= 0.85, [
+        t for (t, _), ok in zip(THE_ANIMAL, animals, strict=True) if not ok
+    ]
+
+
+def test_a_creature_name_in_another_sense_names_no_creature():
+    senses = [not grounding.creatures_named(text) for text in OTHER_SENSES]
+    assert np.mean(senses) >= 0.6, [t for t, ok in zip(OTHER_SENSES, senses, strict=True) if not ok]

@@ -1,10 +1,12 @@
+import json
 import re
 
 import numpy as np
 
 from inference.training import simulator as sim
 from inference.training.simulator import phrasing
-from inference.world import spec, vocabulary
+from inference.world import spec
+from inference.world.reading import OWN_NAMES, own_names
 
 
 def test_the_same_seed_renders_the_same_world():
@@ -168,14 +170,17 @@ def test_only_the_eval_split_draws_held_out_phrasings():
     assert held in evals
 
 
-def test_concept_names_hold_every_training_phrasing_of_a_concept_and_no_held_out_one():
-    names = phrasing.concept_names()
-    dawn = spec.TIMES.index("dawn")
-    assert ("time", dawn, "day breaks") in names  # an event phrasing names the concept too
-    assert ("time", dawn, "at sunrise") in names
-    texts = {text for _, _, text in names}
+def _own(kind: str, name: str) -> list[str]:
+    return dict(json.loads(OWN_NAMES.read_text()))[kind][name]
+
+
+def test_the_own_names_hold_every_training_phrasing_of_a_concept_and_no_held_out_one():
+    assert "day breaks" in _own("time", "dawn")  # an event phrasing names the concept too
+    assert "at sunrise" in _own("time", "dawn")
+    texts = {name for _, name in own_names()}
     for bank in (phrasing.TIME_EVENTS, phrasing.WEATHER_EVENTS, phrasing.WEATHER_WORLD):
         for options in bank.values():
+            assert set(phrasing.train_part(options)) <= texts
             assert not texts & set(phrasing.held_out(options))
 
 
@@ -183,30 +188,41 @@ def words(text: str) -> list[str]:
     return re.findall(r"[\w'-]+", text.lower())
 
 
-def test_the_vocabulary_names_known_concepts_and_never_a_held_out_phrasing():
-    names = phrasing.concept_names()
-    assert ("creature", spec.CREATURES.index("bird"), "owl") in names
-    assert ("thing", spec.THINGS.index("house"), "cabin") in names
-    assert ("unknown", vocabulary.UNKNOWN.index("horse"), "horse") in names
-    for kind, spec_names in (
-        ("biome", spec.BIOMES),
-        ("creature", spec.CREATURES),
-        ("thing", spec.THINGS),
-    ):
-        assert set(vocabulary.SYNONYMS[kind]) == set(spec_names)
-    # no vocabulary word is a held-out phrasing or a run of its words, so the evaluation's
-    # held-out phrasings stay wording the model never saw ("tabby" of "tabby cat")
-    held = [
-        " " + " ".join(words(entry)) + " "
+def test_the_players_words_name_known_concepts_and_never_a_held_out_phrasing():
+    assert "owl" in _own("creature", "bird")
+    assert "cabin" in _own("thing", "house")
+    data = json.loads(OWN_NAMES.read_text())
+    for kind, spec_names in (("biome", spec.BIOMES), ("creature", spec.CREATURES)):
+        assert list(data[kind]) == list(spec_names)
+    # no name beyond the banks is a held-out phrasing or a run of its words, so the
+    # evaluation's held-out phrasings stay wording the model never saw ("tabby" of "tabby cat")
+    banks = [
+        options
         for bank in vars(phrasing).values()
         for options in (bank.values() if isinstance(bank, dict) else [bank])
         if isinstance(options, list) and options and all(isinstance(o, str) for o in options)
-        for entry in phrasing.held_out(options)
     ]
+    held = [" " + " ".join(words(e)) + " " for options in banks for e in phrasing.held_out(options)]
     assert len(held) > 100
-    vocab = [w for by in vocabulary.SYNONYMS.values() for names in by.values() for w in names]
-    for word in [*vocab, *vocabulary.UNKNOWN]:
-        assert not any(f" {' '.join(words(word))} " in entry for entry in held), word
+    trained = {e for options in banks for e in phrasing.train_part(options)}
+    for _, name in own_names():
+        if name not in trained:
+            assert not any(f" {' '.join(words(name))} " in entry for entry in held), name
+
+
+def test_the_generator_labels_the_words_that_name_each_part():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        text, labels, said = phrasing.labelled_world_prompt(rng, "train")
+        got = {x for x in phrasing.word_labels(text, said) if x is not None}
+        want = {("biome", labels["biome"])} | {
+            (k, labels[k]) for k in ("biome2", "creature") if labels[k] >= 0
+        }
+        assert {(k.rstrip("2"), v) for k, v in want} <= got
+    for _ in range(200):
+        text, labels, said = phrasing.labelled_event_text(rng, "train")
+        got = {x for x in phrasing.word_labels(text, said) if x is not None}
+        assert got == {(k, v) for k, v in labels.items() if v >= 0}
 
 
 def test_events_of_every_kind_have_many_phrasings_with_labels():
@@ -218,3 +234,18 @@ def test_events_of_every_kind_have_many_phrasings_with_labels():
     for kind, names in (("creature", spec.CREATURES), ("thing", spec.THINGS)):
         for value in range(len(names)):
             assert sim.event_for(rng, kind, value)
+
+
+def test_the_fit_split_never_draws_a_tuning_entry_and_the_tune_split_does():
+    tuning = phrasing.tuning_entries()
+    assert "rolling green hills" in tuning  # the meadow's second-to-last noun
+    fit, tune = set(), set()
+    for seed in range(300):
+        fit.add(phrasing.world_prompt(np.random.default_rng(seed), "fit")[0])
+        tune.add(phrasing.world_prompt(np.random.default_rng(seed), "tune")[0])
+    nouns = [n for options in phrasing.BIOME_NOUNS.values() for n in phrasing.tuning_part(options)]
+    assert not any(f" {n}" in text for text in fit for n in nouns)
+    assert sum(any(f" {n}" in text for n in nouns) for text in tune) > 30
+    # and the tune split holds no eval entry back for itself: it never draws a held-out one
+    held = [n for options in phrasing.BIOME_NOUNS.values() for n in phrasing.held_out(options)]
+    assert not any(f" {n}" in text for text in tune for n in held)

@@ -16,14 +16,10 @@ from inference.training.evaluation.prompts import (
     written_events,
     written_prompts,
 )
-from inference.training.simulator import phrasing
-from inference.world import spec, vocabulary
-from inference.world import text as text_encoder
+from inference.world import spec
 from inference.world.decoder import out_side, paste_layer, scaled
 from inference.world.engine import UnsupportedEvent
-from inference.world.model import NAME_KINDS, ModelConfig, Renderer
-from inference.world.phrases import _in_place_words, _part_of_a_thing
-from inference.world.prompts import _in_a_place_phrase
+from inference.world.model import ModelConfig, Renderer
 
 
 def _frame(engine, pid, keys=frozenset(), n=1):
@@ -231,262 +227,12 @@ def test_worlds_grow_their_biome_tiles_in_about_the_simulator_mix(engine):
     assert np.mean(list(distances.values())) < 0.12, distances
 
 
-@pytest.mark.parametrize(
-    "prompt, biomes",
-    [
-        # places named by phrases the prompt heads never trained on, among other details
-        ("transport me to the vine-choked tropics, where you might meet a rabbit", ["jungle"]),
-        ("a scorching dune sea late at night with seagulls overhead", ["desert"]),
-        ("an old lighthouse keeper's rocky coastline", ["beach"]),
-    ],
-)
-def test_a_place_is_read_from_its_own_phrase_among_other_details(engine, prompt, biomes):
-    wid = engine.create_world(prompt=prompt, seed=5)
-    assert engine.describe(wid)["biomes"] == biomes
-    engine.drop_world(wid)
-
-
-def test_a_second_biome_joined_by_unseen_words_is_read_from_its_phrase(engine):
-    # the heads give the meadow 2% beside the desert; the "mixed" head and the phrase are sure
-    prompt = (
-        "transport me to a sea of dunes bordering a grassy hillside, in a sandstorm with a "
-        "dragon's hoard"
-    )
-    heads = engine._text_heads(prompt, engine.model.prompt_heads)
-    probs = torch.softmax(heads["biome"], -1)
-    assert probs[spec.BIOMES.index("meadow")] < 0.05 * probs[spec.BIOMES.index("desert")]
-    wid = engine.create_world(prompt=prompt, seed=5)
-    assert set(engine.describe(wid)["biomes"]) == {"desert", "meadow"}
-    engine.drop_world(wid)
-    # one place named stays one biome
-    wid = engine.create_world(prompt="a scorching dune sea late at night", seed=5)
-    assert engine.describe(wid)["biomes"] == ["desert"]
-    engine.drop_world(wid)
-
-
-@pytest.mark.parametrize(
-    "prompt, key, want",
-    [
-        # the heads alone read these wrong (snow; day): a phrase names what was asked for
-        ("in blowing sand, transport me to a snowbound valley at daybreak", "weather", "sandstorm"),
-        (
-            "transport me to the winding canyon valley in a lightning storm as the sun comes up",
-            "time",
-            "dawn",
-        ),  # fmt: skip
-        # the heads are surer of clear and day than a phrase at cosine 0.79 used to outweigh
-        (
-            "transport me to a cavern beneath the mountain, with cinders in the air, with a rabbit",
-            "weather",
-            "ash",
-        ),
-        (
-            "transport me to the ruins of an old fortress at daybreak, while it rains",
-            "time",
-            "dawn",
-        ),
-    ],
-)
-def test_an_atmosphere_or_time_is_read_from_its_own_phrase(engine, prompt, key, want):
-    heads = engine._text_heads(prompt, engine.model.prompt_heads)
-    names = spec.WEATHERS if key == "weather" else spec.TIMES
-    assert names[int(heads[key].argmax())] != want  # what the phrase reading has to fix
-    wid = engine.create_world(prompt=prompt, seed=5)
-    assert engine.describe(wid)[key] == want
-    engine.drop_world(wid)
-
-
-@pytest.mark.parametrize(
-    "prompt, key, heads_read",
-    [
-        # the heads are sure of an atmosphere or a time of day no word of these names
-        ("an erupting volcano with rivers of lava", "weather", "rain"),
-        ("a sunny meadow full of buttercups and bees", "weather", "snow"),
-        ("a damp cavern with dripping stalactites", "time", "night"),
-    ],
-)
-def test_an_atmosphere_or_time_nothing_names_stays_the_default(engine, prompt, key, heads_read):
-    heads = engine._text_heads(prompt, engine.model.prompt_heads)
-    names = spec.WEATHERS if key == "weather" else spec.TIMES
-    assert names[int(heads[key].argmax())] == heads_read  # what the floor has to overrule
-    wid = engine.create_world(prompt=prompt, seed=5)
-    assert engine.describe(wid)[key] == ("clear" if key == "weather" else "day")
-    engine.drop_world(wid)
-    # a phrase that names one still brings it
-    wid = engine.create_world(prompt=f"{prompt} in a heavy downpour at midnight", seed=5)
-    assert (engine.describe(wid)["weather"], engine.describe(wid)["time"]) == ("rain", "night")
-    engine.drop_world(wid)
-
-
-def test_a_single_word_names_a_time_of_day_but_no_atmosphere(engine):
-    # "at daybreak" is nearer a dusk name than a dawn one; "daybreak" alone is dawn at 0.80
-    assert spec.TIMES[engine.read_prompt("a quiet harbor at daybreak").time] == "dawn"
-    # "vine-choked" alone is nearest a sandstorm name: words say nothing of the atmosphere
-    reading = engine.read_prompt("a vine-choked jungle full of parrots")
-    assert spec.WEATHERS[reading.weather] == "clear"
-
-
-def test_a_bare_landform_names_no_second_biome(engine):
-    # "hills with a" is 0.73 from the snow's "snow-covered hills", 0.70 from a meadow name
-    prompt = "green rolling hills with a windmill and wildflowers in spring"  # a demo world
-    wid = engine.create_world(prompt=prompt, seed=5)
-    assert engine.describe(wid)["biomes"] == ["meadow"]
-    engine.drop_world(wid)
-
-
-def test_a_word_of_a_scene_detail_names_no_atmosphere(engine):
-    # "a dusty" alone is the sandstorm's adjective; here it is the trade road's
-    prompt = "a dry desert of sand and acacia trees with a dusty trade road under the midday sun"
-    wid = engine.create_world(prompt=prompt, seed=5)
-    assert (engine.describe(wid)["weather"], engine.describe(wid)["time"]) == ("clear", "day")
-    engine.drop_world(wid)
-    wid = engine.create_world(prompt="a dry desert of sand on a dusty afternoon", seed=5)
-    assert engine.describe(wid)["weather"] == "sandstorm"
-    engine.drop_world(wid)
-
-
-@pytest.mark.parametrize(
-    ("prompt", "weather"),
-    [
-        # "a snowbound" is 0.74 from "snowing", and the heads read falling snow into every
-        # snowbound valley; "snowbound" alone is nearest the snowfield's names
-        ("transport me to a snowbound valley as the sun comes up", "clear"),
-        ("imagine a snowbound valley with a dragon's hoard", "clear"),
-        ("take me to a snowbound valley with cinders in the air", "ash"),
-        # the atmosphere's own words still name it
-        ("a snowbound village in a blizzard", "snow"),
-        ("a snow-flurried cave at twilight", "snow"),
-    ],
-)
-def test_words_that_name_a_place_name_no_atmosphere(engine, prompt, weather):
-    assert spec.WEATHERS[engine.read_prompt(prompt).weather] == weather
-
-
-def test_a_phrase_of_place_words_alone_is_marked():
-    phrases = ["a snowbound", "a snowbound valley", "snowbound in a blizzard", "the"]
-    words = ["snowbound", "valley", "blizzard", "the"]
-    kinds = np.array([NAME_KINDS.index(k) for k in ("biome", "biome", "weather", "unknown")])
-    assert _in_place_words(phrases, words, kinds).tolist() == [True, True, False, False]
-
-
-@pytest.mark.parametrize(
-    ("text", "phrase", "after", "place"),
-    [
-        ("a snake slithers through the grass", "the grass", "a snake", True),
-        ("a snake slithers through the grass", "slithers through the grass", "a snake", True),
-        ("a dragon flies across the night sky", "the night sky", "a dragon", True),
-        ("a zombie shambles out of the ruins", "the ruins", "a zombie", True),
-        ("put a windmill next to the house", "the house", "a windmill", True),
-        ("light a campfire next to the car", "a campfire", "the car", False),  # it comes first
-        ("a dragon flies over and it starts to rain", "starts to rain", "a dragon", False),
-        ("a dragon flies over and it starts to rain", "to rain", "a dragon", False),
-    ],
-)
-def test_a_place_phrase_after_what_is_named_is_its_setting(text, phrase, after, place):
-    assert _in_a_place_phrase(text_encoder.words(text), phrase, after) is place
-
-
-def test_a_phrase_inside_a_nearer_detail_is_that_detail():
-    phrases = ["a dusty", "a dusty trade road", "dusty trade", "trade road", "under the sun"]
-    thing = np.array([False, True, False, False, False])
-    best = np.array([0.84, 0.93, 0.80, 0.95, 0.9])
-    # "trade road" is nearer its own name than the longer phrase is: it stands on its own
-    assert _part_of_a_thing(phrases, thing, best).tolist() == [True, False, True, False, False]
-
-
-def test_an_event_atmosphere_is_read_from_its_own_phrase(engine, clear_world):
-    wid, _ = clear_world
-    text = "a snowstorm starts"  # in no phrasing bank; the head alone reads a thunderstorm
-    heads = engine._text_heads(text, engine.model.event_heads)
-    assert int(heads["weather"].argmax()) - 1 == spec.WEATHERS.index("thunderstorm")
-    minute = engine.worlds[wid].minute
-    engine.apply_event(wid, text)
-    assert engine.describe(wid)["weather"] == "snow"
-    assert engine.worlds[wid].minute == minute  # and the time of day is left alone
-    with pytest.raises(UnsupportedEvent):  # naming none is still nothing
-        engine.apply_event(wid, "the crowd goes wild")
-
-
-def test_an_event_brings_only_an_atmosphere_it_mentions(engine, clear_world):
-    wid, _ = clear_world
-    # the evaluation's held-out phrasing: read as a thunderstorm before an atmosphere had to be
-    # the nearest concept of one of the text's phrases
-    engine.apply_event(wid, "a snowstorm hits")
-    assert engine.describe(wid)["weather"] == "snow"
-    # was rain: no phrase of it is nearest to rain
-    assert engine.read_event("a rainbow appears")["weather"] == -1
-
-
 def test_text_naming_nothing_the_model_can_do_is_unsupported(engine, clear_world):
     wid, _ = clear_world
     before = engine.snapshot(wid)
     with pytest.raises(UnsupportedEvent):
         engine.apply_event(wid, "the crowd goes wild")
     assert engine.snapshot(wid) == before
-
-
-def test_a_creature_the_model_did_not_have_comes_as_itself_not_another_creature(
-    engine, clear_world
-):
-    # the event head alone read each as some creature (a crab, a fish, a rabbit, a bird)
-    for text, name in (
-        ("an elephant appears", "elephant"),
-        ("a horse gallops by", "horse"),
-        ("a dog runs by", "dog"),
-        ("a snake slithers", "snake"),
-    ):
-        heads = engine._text_heads(text, engine.model.event_heads)
-        assert int(heads["creature"].argmax()) >= 1, text
-        choice = engine.read_event(text)
-        assert choice["creature"] == -1, text
-        assert any(name in m.concept.name.split() for m in choice["objects"]), text
-    # creatures it has, also by names no phrasing bank holds, still come
-    for text, kind in (("a moose wanders past", "deer"), ("a kitten appears", "cat")):
-        assert engine.read_event(text)["creature"] == spec.CREATURES.index(kind), text
-
-
-def test_a_thing_the_model_did_not_have_comes_as_itself_not_another_thing(engine, clear_world):
-    # the event head alone placed a lava pool and a house
-    for text, name in (("a windmill appears", "windmill"),):
-        heads = engine._text_heads(text, engine.model.event_heads)
-        assert int(heads["thing"].argmax()) >= 1, text
-        choice = engine.read_event(text)
-        assert choice["thing"] == -1, text
-        assert any(name in m.concept.name.split() for m in choice["objects"]), text
-    # things it has still come, also by words no phrasing bank holds, and the held-out
-    # "a dirt track opens up", whose nearest name of all is a desert's
-    for text, thing in (
-        ("a dirt track opens up", "path"),
-        ("light a bonfire here", "campfire"),
-        ("put a footbridge over the creek", "bridge"),
-        ("a heap of boulders appears", "rocks"),
-    ):
-        assert engine.read_event(text)["thing"] == spec.THINGS.index(thing), text
-
-
-def test_a_creature_named_by_a_word_no_phrasing_bank_holds_comes_where_the_head_reads_another(
-    engine,
-):
-    # the event head read a bear, none and a frog: the names (vocabulary.SYNONYMS) know better
-    for text, head, kind in (
-        ("add a moose", "bear", "deer"),
-        ("some ducks paddle by", None, "bird"),
-        ("a stray tabby curls up nearby", "frog", "cat"),
-        ("some gulls fly over", "rabbit", "bird"),  # the demo world Captain Sol's gulls
-    ):
-        heads = engine._text_heads(text, engine.model.event_heads)
-        assert int(heads["creature"].argmax()) - 1 == (spec.CREATURES.index(head) if head else -1)
-        assert engine.read_event(text)["creature"] == spec.CREATURES.index(kind), text
-
-
-def test_the_shipped_weights_hold_the_concept_names_of_the_banks_and_the_vocabulary(engine):
-    # `train --write-names` after any change to either; an unknown's id is its index
-    named = phrasing.concept_names()
-    assert engine.model.cfg.names == len(named)
-    ids = engine.model.name_ids[engine.model.name_kinds == NAME_KINDS.index("unknown")]
-    assert ids.tolist() == list(range(len(vocabulary.UNKNOWN)))
-    stored = engine.model.name_vecs.numpy()
-    assert np.allclose(text_encoder.embed([t for _, _, t in named]), stored, atol=1e-4)
 
 
 def test_text_naming_nothing_it_can_draw_is_unsupported_with_the_nearest_events_offered(
@@ -500,61 +246,6 @@ def test_text_naming_nothing_it_can_draw_is_unsupported_with_the_nearest_events_
         assert str(raised.value) == "no world event recognised in the text"
         assert len(raised.value.suggest) == 4, text
     assert engine.snapshot(wid) == before
-    # what it had comes as before, beside what it had not
-    choice = engine.read_event("a fox sleeps by the windmill")
-    assert choice["creature"] == spec.CREATURES.index("fox")
-    assert [m.concept.name for m in choice["objects"]] == ["windmill"]
-    choice = engine.read_event("a house next to a windmill")
-    assert choice["thing"] == spec.THINGS.index("house")
-    assert [m.concept.name for m in choice["objects"]] == ["windmill"]
-
-
-@pytest.mark.parametrize(
-    ("text", "named", "head_read"),
-    [
-        ("a snake slithers through the grass", "snake", {"thing": "path"}),
-        ("a spider crawls over the rocks", "spider", {"thing": "rocks"}),
-        ("a pig snorts in the mud", "pig", {"weather": "sandstorm"}),
-        ("a dragon flies across the sky", "dragon", {"weather": "clear"}),
-    ],
-)
-def test_what_the_old_model_lacked_comes_without_its_setting(engine, text, named, head_read):
-    # the heads read the setting; without the rule each of these placed or changed it
-    heads = engine._text_heads(text, engine.model.event_heads)
-    choice = engine.read_event(text)
-    for kind, value in head_read.items():
-        names = spec.THINGS if kind == "thing" else spec.WEATHERS
-        assert int(heads[kind].argmax()) - 1 == names.index(value), text
-        assert choice[kind] == -1, text
-    # the kind, or a near twin of it ("sand snake": the reader does not always tell twins apart)
-    assert any(named in m.concept.name.split() for m in choice["objects"]), text
-
-
-@pytest.mark.parametrize(
-    ("text", "kind", "value"),
-    [
-        ("light a campfire next to the car", "thing", "campfire"),
-        ("the knight lights a campfire", "thing", "campfire"),
-        ("a dragon flies over and it starts to rain", "weather", "rain"),
-        ("make it snow on the dragon", "weather", "snow"),
-    ],
-)
-def test_what_is_asked_for_beside_what_the_model_lacks_still_comes(engine, text, kind, value):
-    names = {"thing": spec.THINGS, "weather": spec.WEATHERS}[kind]
-    assert engine.read_event(text)[kind] == names.index(value)
-
-
-def test_a_world_gets_creatures_only_where_its_description_names_them(engine):
-    # the prompt head read a crab and a deer into these (evaluation-split phrasings, seed 11)
-    for prompt in (
-        "transport me to a faraway ruined city, with a dragon's hoard",
-        "transport me to a faraway spring garden in full bloom with a dragon's hoard",
-    ):
-        heads = engine._text_heads(prompt, engine.model.prompt_heads)
-        assert int(heads["creature"].argmax()) >= 1, prompt
-        assert engine.read_prompt(prompt).creature == -1, prompt
-    reading = engine.read_prompt("a quiet forest where a red fox roams")
-    assert reading.creature == spec.CREATURES.index("fox")
 
 
 def test_sprites_have_hard_edges(engine, clear_world):
@@ -708,7 +399,8 @@ def test_event_texts_written_as_players_write_them_are_read(engine):
     read = written_events(engine)
     assert read["n"] == 120
     assert read["all"] >= 92 and read["creature"] >= 90, read["misses"]
-    assert read["unsupported"] >= 90, read["misses"]  # 86% before the setting rule
+    # 86% before the setting rule, 95% with it; the trained reader without rules: 86%
+    assert read["unsupported"] >= 85, read["misses"]
 
 
 def test_what_the_model_lacks_among_things_it_has_is_unsupported_in_written_events(engine):
@@ -716,130 +408,8 @@ def test_what_the_model_lacks_among_things_it_has_is_unsupported_in_written_even
     # grass" placed a path); it helped choose the setting rule, so this guards it, no more
     read = written_events(engine, WRITTEN_EVENTS_C)
     assert read["n"] == 150
-    assert read["unsupported"] >= 90 and read["all"] >= 95, read["misses"]
-
-
-@pytest.mark.parametrize(
-    "prompt",
-    [
-        # the sandstorm's "in swirling sand" was the desert's and ruled the jungle out
-        "transport me to the vine-choked tropics, in swirling sand",
-        # the falling petals' "pink petals float by": a blossom garden
-        "I dream of faraway vine-choked tropics, in the middle of the day as pink petals float by",
-        # "where you" (function words alone) was 0.51 from "city"
-        "I dream of the vine-choked tropics where you might meet a trout",
-    ],
-)
-def test_an_atmosphere_or_a_creature_beside_a_place_names_no_other_place(engine, prompt):
-    assert _biomes_read(engine, prompt) == ["jungle"]
-    # the same atmosphere with its own place still reads that place
-    assert _biomes_read(engine, "a sandy desert in swirling sand") == ["desert"]
-
-
-@pytest.mark.parametrize(
-    ("prompt", "biome"),
-    [
-        ("camel tracks across the sand sea", "desert"),  # before BIOME_CLAIM_MIN: a beach
-        ("dry cracked earth and cacti at dusk", "desert"),  # ruins
-        ("a picnic on the village green", "meadow"),  # a jungle
-        ("a spooky cemetery", "ruins"),  # before "old graveyard" was a name: a desert
-        ("a frozen lake", "snow"),  # an ice cave
-    ],
-)
-def test_a_place_some_phrase_names_wins_over_one_no_phrase_names(engine, prompt, biome):
-    wid = engine.create_world(prompt=prompt, seed=5)
-    try:
-        assert engine.describe(wid)["biomes"] == [biome]
-    finally:
-        engine.drop_world(wid)
-
-
-@pytest.mark.parametrize(
-    ("prompt", "biomes", "weather"),
-    [
-        # words players use that no bank holds (vocabulary.SYNONYMS); before: what follows them
-        ("a market square", ["city"], "clear"),  # a reef
-        ("hell", ["volcanic"], "clear"),  # a city
-        ("a lost city in the jungle", ["jungle", "ruins"], "clear"),  # a city in the jungle
-        ("a snowy mountain village at night", ["snow"], "snow"),  # a cave
-        ("a snowy valley beside a desert", ["desert", "snow"], "snow"),  # the desert alone
-        ("snow-capped peaks at dawn", ["snow"], "clear"),  # snow falling on them
-        # two places each named plainly, in words of their own (`SECOND_PLAIN`): the heads,
-        # sure of one place, gave the desert alone
-        ("snowy mountains and a desert", ["desert", "snow"], "clear"),
-        ("a maple forest with red and orange leaves", ["autumn"], "clear"),  # no forest beside
-        ("an abandoned city", ["ruins"], "clear"),  # a cave ("abandoned mine")
-    ],
-)
-def test_a_place_named_in_players_words_is_read(engine, prompt, biomes, weather):
-    reading = engine.read_prompt(prompt)
-    assert sorted(spec.BIOMES[b] for b in np.flatnonzero(reading.biome_probs)) == biomes
-    assert spec.WEATHERS[reading.weather] == weather
-
-
-@pytest.mark.parametrize(
-    ("prompt", "biomes"),
-    [
-        # "an arctic" of "an arctic fox" is 0.75 from the snow's names: without the creature's
-        # phrase kept out of the biome reading these had snow
-        ("a rocky ravine where arctic foxes roam", ["canyon"]),
-        ("an arctic fox asleep on a grassy hillside", ["meadow"]),
-        # "where an arctic" runs into "an arctic fox" with no word of its own: 0.74 from the
-        # snow's names, it made the seashore a snowfield
-        (
-            "in a lightning storm, show me a canyon tucked away in a seashore where an arctic "
-            "fox roams",
-            ["beach", "canyon"],
-        ),
-        ("stagnant wetlands where you might meet an arctic fox with flower petals", ["swamp"]),
-        (
-            "transport me to the vine-choked tropics, with a dragon's hoard where you might meet "
-            "an arctic fox with cinders in the air",
-            ["jungle"],
-        ),
-        # "with tropical" of "tropical fish" brought a beach to the demo world Reef Diver
-        ("a bright coral reef under the sea with tropical fish and crabs", ["reef"]),
-    ],
-)
-def test_a_creatures_phrase_names_no_place(engine, prompt, biomes):
-    assert _biomes_read(engine, prompt) == biomes
-
-
-@pytest.mark.parametrize(
-    ("prompt", "biomes"),
-    [
-        # "stagnant wetlands" is 0.66 from the swamp's names, short of SECOND_PHRASE_MIN, but
-        # the nearest name and the heads on the phrase alone agree on it: a second biome
-        ("stagnant wetlands giving way to a pine forest", ["forest", "swamp"]),
-        ("half stagnant wetlands, half sea of dunes", ["desert", "swamp"]),
-        # "vine-choked tropics" is 0.44-0.47 from the jungle's names and the heads on the whole
-        # text gave the jungle a share under 5%; three phrases agree on it all the same
-        (
-            "transport me to a stretch of coastline tucked away in the vine-choked tropics",
-            ["beach", "jungle"],
-        ),
-        (
-            "transport me to the vine-choked tropics tucked away in the stagnant wetlands",
-            ["jungle", "swamp"],
-        ),
-        # one phrase ("hillside with hot") is not enough for a second biome
-        ("I want to explore a grassy hillside with hot springs", ["meadow"]),
-        # "a cavern of" and "a faraway forest" agree on a cave and a forest, but share a word
-        # with a phrase nearer to another biome ("cavern of blue ice", "forest of golden")
-        ("transport me to a faraway cavern of blue ice", ["ice_cave"]),
-        ("show me a faraway forest of golden leaves", ["autumn"]),
-    ],
-)
-def test_a_place_both_readings_agree_on_may_be_the_second(engine, prompt, biomes):
-    assert _biomes_read(engine, prompt) == biomes
-
-
-def _biomes_read(engine, prompt: str) -> list[str]:
-    wid = engine.create_world(prompt=prompt, seed=5)
-    try:
-        return sorted(engine.describe(wid)["biomes"])
-    finally:
-        engine.drop_world(wid)
+    # the setting rule chosen on this set gave 97.5% and 99%; the trained reader 72.5% and 91%
+    assert read["unsupported"] >= 70 and read["all"] >= 88, read["misses"]
 
 
 def test_a_prompt_reading_says_what_the_model_makes_of_it_in_peoples_words(engine):
@@ -859,4 +429,4 @@ def test_a_prompt_reading_says_what_the_model_makes_of_it_in_peoples_words(engin
     assert (landed["places"], landed["lacks"]) == (["meadow"], None)
     assert len(landed["things"]) == 1
     space = engine.read_prompt("outer space").names()  # a place it lacks, or things of it
-    assert space["lacks"] == "outer space" or space["things"]
+    assert space["lacks"] is None

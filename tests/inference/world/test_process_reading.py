@@ -6,6 +6,7 @@ import pytest
 from inference.training import process_head
 from inference.training.simulator import phrasing
 from inference.world import processes, spec
+from inference.world.prompts import UnsupportedEvent
 
 FIRE = spec.PROCESSES.index("fire")
 
@@ -18,9 +19,16 @@ def _held_out(label: str, group: str | None = None) -> list[str]:
     ]
 
 
+def _process(engine, text: str) -> int:
+    try:
+        return engine.read_event(text)["process"]
+    except UnsupportedEvent:  # nothing read at all: no fire either
+        return -1
+
+
 def test_held_out_fire_phrasings_mostly_start_a_fire(engine):
     texts = _held_out("fire")
-    read = [engine.read_event(t)["process"] == FIRE for t in texts]
+    read = [_process(engine, t) == FIRE for t in texts]
     assert np.mean(read) >= 0.9, [t for t, r in zip(texts, read, strict=True) if not r]
 
 
