@@ -4,7 +4,8 @@ A text's short spans (1 to 4 words, and the whole text) are embedded with MiniLM
 two trained `ReaderHead`s with the whole text as context, each giving, per span, the
 probability that it names each name of a vocabulary, or none:
 - the own head (`OwnReaderModel`) reads the world model's own places, skies, times of day,
-  creatures and things, whose names are the data file `data/own_names.json`. A class's
+  creatures and things, whose names are the data file `data/own_names.json`, each span with
+  its window too (a word either side: "bear the cold" is no bear). A class's
   chance is the sum of its names'; a span names the likeliest class where that is not "none"
   (a calibrated class of its own: no threshold), and overlapping spans keep the surer
   (`Reader.own`);

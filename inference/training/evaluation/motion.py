@@ -98,6 +98,13 @@ REVISIT_SIDES = (40, 32, 24, 16)
 assert all(4 * side % spec.OVERLAY == 0 for side in REVISIT_SIDES)
 
 
+def at_side(mask: np.ndarray, side: int) -> np.ndarray:
+    """A square mask of the simulator's frame at a frame side of `side` pixels (the decoder
+    draws the 128-pixel view at 192), nearest pixel."""
+    rows = np.arange(side) * mask.shape[0] // side
+    return mask[np.ix_(rows, rows)]
+
+
 def revisit(engine, rng, worlds: int) -> tuple[float, dict, dict]:
     """Closed walk back to the start with an atmosphere and two creatures on; PSNR of the
     first vs the last frame, and without the pixels sprites cover in either (the world)."""
@@ -120,7 +127,7 @@ def revisit(engine, rng, worlds: int) -> tuple[float, dict, dict]:
         else:
             scores[spec.WEATHERS[weather]].append(psnr(first, last))
             bare = ~(first_cover | sim.sprite_cover(scene_of(engine, wid, pid))[0])
-            static.append(psnr(first, last, bare))
+            static.append(psnr(first, last, at_side(bare, first.shape[0])))
         engine.drop_world(wid)
     flat = [s for v in scores.values() for s in v]
     extra = {

@@ -84,7 +84,8 @@ def scene_of(engine, wid: str, pid: str) -> sim.Scene:
     (the yardstick of what that frame should show)."""
     world = engine.worlds[wid]
     player = next(p for p in world.players if p.player_id == pid)
-    tokens, offset, weather, minute, phase, sprites = engine._scene(world, player)
+    # the open-vocabulary things (the scene's last part) are the decoder's, not the simulator's
+    tokens, offset, weather, minute, phase, sprites, _things = engine._scene(world, player)
     return sim.Scene(
         tokens=tokens[None],
         offset=np.array([offset]),

@@ -15,9 +15,9 @@ from inference.training import simulator as sim
 from inference.training.evaluation.codec import codec_scenes, encode, render_latents, visible_tiles
 from inference.training.evaluation.events import drawn, event_cases
 from inference.training.evaluation.measures import EVENT_KINDS, PSNR_CAP, Judge, psnr, rates
-from inference.training.evaluation.motion import REVISIT_SIDES, phase_shift
+from inference.training.evaluation.motion import REVISIT_SIDES, at_side, phase_shift
 from inference.training.evaluation.prompts import biome_hits
-from inference.training.evaluation.rollouts import stratified_prompts
+from inference.training.evaluation.rollouts import scene_of, stratified_prompts
 from inference.world import spec
 from inference.world.engine import WEIGHTS_DIR
 from inference.world.model import LIGHT_STEPS, ModelConfig, Renderer
@@ -207,3 +207,25 @@ def test_python_m_inference_evaluate_is_the_evaluation():
     assert out.returncode == 0, out.stderr
     assert "Evaluate the world model on unseen seeds." in out.stdout
     assert "--json" in out.stdout
+
+
+def test_a_players_scene_for_the_simulator_is_the_view_the_engine_draws(engine):
+    # the engine's scene grew the open-vocabulary things; the revisit measure broke unseen
+    wid = engine.create_world(prompt="a quiet meadow", seed=5)
+    pid = engine.add_player(wid)
+    engine.step({pid: frozenset()}, {pid: 1})
+    got = scene_of(engine, wid, pid)
+    world = engine.worlds[wid]
+    player = next(p for p in world.players if p.player_id == pid)
+    tokens, offset, *_ = engine._scene(world, player)
+    assert np.array_equal(got.tokens[0], tokens) and tuple(got.offset[0]) == tuple(offset)
+    assert got.sprites.shape == (1, spec.MAX_SPRITES, 3)
+    engine.drop_world(wid)
+
+
+def test_a_mask_of_the_simulators_frame_is_scaled_to_the_frame_drawn():
+    mask = np.zeros((128, 128), bool)
+    mask[:64, :32] = True
+    big = at_side(mask, 192)
+    assert big.shape == (192, 192)
+    assert big[:96, :48].all() and not big[96:].any() and not big[:, 48:].any()
