@@ -1,6 +1,6 @@
 """How long the engine takes to read a text: a world's description and a player's event.
 
-    python bench/reading.py [--n 60] [--threads 1]
+    python -m bench.reading [--n 60] [--threads 1]
 
 Each text is new to the process (the embedding cache misses, as a player's next line does):
 eval-split phrasings of the phrasing banks. Prints the median and p90 per kind, in ms, and

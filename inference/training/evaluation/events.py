@@ -14,6 +14,7 @@ from inference.training.evaluation.measures import (
     EVENT_KINDS,
     SPLIT,
     Judge,
+    at_side,
     rates,
 )
 from inference.training.evaluation.prompts import mean_probs
@@ -91,6 +92,8 @@ def drawn(before: np.ndarray, after: np.ndarray, ref: np.ndarray, mask: np.ndarr
     -> (drawn, mean abs error of the new frame there)."""
     if not mask.any():
         return False, None
+    # the decoder draws the simulator's 128-pixel view at 192: compare at the reference's side
+    before, after = (at_side(f, ref.shape[0]) for f in (before, after))
     err_after = np.abs(after.astype(np.float64) - ref)[mask].mean()
     err_before = np.abs(before.astype(np.float64) - ref)[mask].mean()
     return bool(err_after < err_before and err_after <= DRAWN_MAX_ERR), float(err_after)

@@ -32,6 +32,13 @@ CANVAS_SHOWN = 0.1  # the same floor for a biome's share of the generated canvas
 DRAWN_MAX_ERR = 24.0  # mean abs error (0-255) an added creature or thing may have vs the sim
 
 
+def at_side(image: np.ndarray, side: int) -> np.ndarray:
+    """A square frame or mask of the simulator's (128 pixels) at `side` pixels, or back,
+    nearest pixel: the decoder draws the 128-pixel view at 192."""
+    rows = np.arange(side) * image.shape[0] // side
+    return image[np.ix_(rows, rows)]
+
+
 def psnr(a: np.ndarray, b: np.ndarray, mask: np.ndarray | None = None) -> float:
     d = a.astype(np.float64) - b.astype(np.float64)
     mse = np.mean(d[mask] ** 2) if mask is not None else np.mean(d**2)

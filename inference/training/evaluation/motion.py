@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from inference.training import simulator as sim
-from inference.training.evaluation.measures import MOVES, means, psnr
+from inference.training.evaluation.measures import MOVES, at_side, means, psnr
 from inference.training.evaluation.rollouts import (
     chunks,
     clear_prompt,
@@ -96,13 +96,6 @@ def closed_walk(engine, wid: str, pid: str, start: bytes, side: int) -> np.ndarr
 # (and the creatures, which wander on).
 REVISIT_SIDES = (40, 32, 24, 16)
 assert all(4 * side % spec.OVERLAY == 0 for side in REVISIT_SIDES)
-
-
-def at_side(mask: np.ndarray, side: int) -> np.ndarray:
-    """A square mask of the simulator's frame at a frame side of `side` pixels (the decoder
-    draws the 128-pixel view at 192), nearest pixel."""
-    rows = np.arange(side) * mask.shape[0] // side
-    return mask[np.ix_(rows, rows)]
 
 
 def revisit(engine, rng, worlds: int) -> tuple[float, dict, dict]:

@@ -14,8 +14,15 @@ from inference.training import evaluate as ev
 from inference.training import simulator as sim
 from inference.training.evaluation.codec import codec_scenes, encode, render_latents, visible_tiles
 from inference.training.evaluation.events import drawn, event_cases
-from inference.training.evaluation.measures import EVENT_KINDS, PSNR_CAP, Judge, psnr, rates
-from inference.training.evaluation.motion import REVISIT_SIDES, at_side, phase_shift
+from inference.training.evaluation.measures import (
+    EVENT_KINDS,
+    PSNR_CAP,
+    Judge,
+    at_side,
+    psnr,
+    rates,
+)
+from inference.training.evaluation.motion import REVISIT_SIDES, phase_shift
 from inference.training.evaluation.prompts import biome_hits
 from inference.training.evaluation.rollouts import scene_of, stratified_prompts
 from inference.world import spec
@@ -229,3 +236,5 @@ def test_a_mask_of_the_simulators_frame_is_scaled_to_the_frame_drawn():
     big = at_side(mask, 192)
     assert big.shape == (192, 192)
     assert big[:96, :48].all() and not big[96:].any() and not big[:, 48:].any()
+    frame = np.arange(192 * 192 * 3).reshape(192, 192, 3)
+    assert at_side(frame, 128).shape == (128, 128, 3)  # and a drawn frame back to the view
