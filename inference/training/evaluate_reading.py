@@ -125,7 +125,10 @@ def fit_text_heads(model: WorldModel, steps: int = 3000) -> None:
         setattr(model, f"{kind}_heads", heads.eval())
 
 
-def evaluate(n: int, split: str = "eval", own_weights: Path | None = None) -> dict:
+def engine_for(split: str, own_weights: Path | None = None) -> WorldEngine:
+    """The shipped engine; for the tune split, with text heads of the fit split; with
+    `own_weights`, reading with that own reader (and, on the tune split, the fit split's
+    names)."""
     engine = WorldEngine.load()
     if split == "tune":
         fit_text_heads(engine.model)
@@ -133,6 +136,28 @@ def evaluate(n: int, split: str = "eval", own_weights: Path | None = None) -> di
         rows = names_for("fit" if split == "tune" else "train")
         own = OwnReaderModel.from_file(own_weights)
         engine.reader = Reader(engine.reader.model, own=own, own_rows=rows)
+    return engine
+
+
+def sweep_own_min(engine: WorldEngine, n: int, values: list[float]) -> str:
+    """The tune split read at each `Reader.own_min`: a table of % read right (all fields)."""
+    rows = ["| own_min | tune descriptions | tune events | written tuning prompts |"]
+    rows.append("| --- | --- | --- | --- |")
+    for value in values:
+        engine.reader.own_min = value
+        out = evaluate(n, "tune", engine=engine)
+        cells = [out[k]["all"] for k in ("prompts_synthetic_tune", "events_synthetic_tune")]
+        rows.append(
+            f"| {value:g} | {cells[0]} | {cells[1]} | {out['prompts_written_tuning']['all']} |"
+        )
+        print(rows[-1], flush=True)
+    return "\n".join(rows)
+
+
+def evaluate(
+    n: int, split: str = "eval", own_weights: Path | None = None, engine: WorldEngine | None = None
+) -> dict:
+    engine = engine or engine_for(split, own_weights)
     out, began = {}, time.perf_counter()
     out["prompts_written_tuning"] = written_prompts(engine, WRITTEN_TUNING)
     if split == "tune":
@@ -167,8 +192,16 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--split", choices=("eval", "tune"), default="eval")
     parser.add_argument("--own-weights", type=Path, help="the own reader's (else the shipped)")
+    parser.add_argument(
+        "--sweep-own-min",
+        help="comma-separated values of Reader.own_min to read the tune split at (a table)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.sweep_own_min:
+        engine = engine_for("tune", args.own_weights)
+        print(sweep_own_min(engine, args.n, [float(v) for v in args.sweep_own_min.split(",")]))
+        return
     out = evaluate(args.n, args.split, args.own_weights)
     print(table(out))
     print(f"({out['seconds']} s)")

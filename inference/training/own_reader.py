@@ -213,6 +213,18 @@ def train(
     return model
 
 
+def set_own_min(path: Path, value: float) -> None:
+    """The weights at `path` with their `own_min` set, the rest as it was."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata() or {}
+    model = OwnReaderModel.from_file(path)
+    model.own_min.fill_(value)
+    model.save(path, {k: v for k, v in meta.items() if k != "config"})
+    print(f"own_min {value} written to {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=4000)
@@ -228,7 +240,16 @@ def main() -> None:
         "(evaluate_reading --split tune)",
     )
     parser.add_argument("--threads", type=int, default=1, help="2 at most on a shared machine")
+    parser.add_argument(
+        "--set-own-min",
+        type=float,
+        help="only write Reader.own_min (as `evaluate_reading --sweep-own-min` fitted it) into "
+        "the weights at --out",
+    )
     args = parser.parse_args()
+    if args.set_own_min is not None:
+        set_own_min(args.out, args.set_own_min)
+        return
     torch.set_num_threads(args.threads)
     model = train(args.steps, args.seed, args.resume, args.texts, args.split)
     meta = {"steps": str(args.steps), "seed": str(args.seed), "split": args.split}

@@ -95,6 +95,9 @@ class Reader:
         self.concepts = concepts or vocab.load()
         self.own_model = (own or OwnReaderModel()).eval()  # untrained: tests of the things
         self.own_rows = own_rows  # (class, name) in place of the data file's (the tune split)
+        # the chance a span's class needs to be named (the reader's third threshold, fitted by
+        # `evaluate_reading --sweep-own-min` on the tune split and kept with the weights)
+        self.own_min = float(self.own_model.own_min)
         self._lock = threading.Lock()
         self._keys: torch.Tensor | None = None  # (N, 384) name embeddings, made on first use
         self._name_keys: torch.Tensor | None = None
@@ -182,15 +185,15 @@ class Reader:
 
     def own(self, text: str) -> dict[str, list[int]]:
         """Per kind of `OWN_KINDS`, the values the text's spans name, surest first: a span
-        names its likeliest class unless that is none, and a span overlapping a surer naming
-        one is dropped (each word names one thing)."""
+        names its likeliest class unless that is none or less likely than `own_min`, and a
+        span overlapping a surer naming one is dropped (each word names one thing)."""
         spans, probs = self.read_own(text)
         top, sure = probs.argmax(1), probs.max(1)
         taken: list[tuple[int, int]] = []
         out: dict[str, list[int]] = {kind: [] for kind in OWN_KINDS}
         for i in np.argsort(-sure, kind="stable"):
             lo, hi = spans[i][1]
-            if top[i] == NONE or any(lo < b and a < hi for a, b in taken):
+            if top[i] == NONE or sure[i] < self.own_min or any(lo < b and a < hi for a, b in taken):
                 continue
             taken.append((lo, hi))
             kind, value = OWN_CLASSES[int(top[i])]

@@ -185,6 +185,7 @@ class OwnReaderModel(nn.Module):
         super().__init__()
         self.cfg = cfg or SpriteConfig(reader_hidden=384, window=True)
         self.reader = WindowReaderHead(self.cfg) if self.cfg.window else ReaderHead(self.cfg)
+        self.register_buffer("own_min", torch.tensor(0.0))  # `Reader.own`; fitted after training
 
     def save(self, path: str | Path = OWN_WEIGHTS, extra: dict | None = None) -> None:
         meta = {"config": json.dumps(asdict(self.cfg)), **(extra or {})}
@@ -198,5 +199,7 @@ class OwnReaderModel(nn.Module):
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
         model = cls(SpriteConfig(**json.loads(meta["config"])))
-        model.load_state_dict({k: v.float() for k, v in load_file(str(path)).items()})
+        state = {k: v.float() for k, v in load_file(str(path)).items()}
+        state.setdefault("own_min", model.own_min)  # weights made before it was
+        model.load_state_dict(state)
         return model.eval()
