@@ -1,14 +1,17 @@
 """Train the reader of the world model's own vocabulary (`world.sprites.OwnReaderModel`).
 
-    python -m inference.training.own_reader [--steps 4000] [--resume]
+    python -m inference.training.own_reader [--steps 4000] [--resume] [--split fit]
 
 Labels come from the phrasing banks' generator, never from a rule: `phrasing.labelled_world_prompt`
 and `labelled_event_text` say which words of a text name its place, sky, time, creature or
-thing (split="train" only). Beside them, texts that name none of the model's own: the open
-vocabulary's trained concepts by name or description (not those that share a name with one of
-the model's own: the emoji fox is its fox), alone, in the banks' scene details or after one of
-the model's events, and `data/names_nothing_train.tsv`. Each text's spans (`reading._spans`,
-the whole text among them) are labelled with the one class whose words they hold, else none.
+thing (split "train"; "fit" holds the banks' tuning entries and their names back, to choose
+settings on `evaluate_reading --split tune`). Beside them, texts that name none of the model's
+own: the open vocabulary's trained concepts by name or description (not those that share a name
+with one of the model's own: the emoji fox is its fox), alone, in the banks' scene details or
+after one of the model's events, and `data/names_nothing_train.tsv` (half from those sharing a
+word with an own name). Each text's spans (`reading._spans`, the whole text among them) are
+labelled with the one class whose words they hold, else none, and read with their window and
+the text.
 The keys are the names of `world/data/own_names.json`; a class's chance is the sum of its
 names'. Never read here: the held-out written sets, `concepts_frozen.tsv`, the banks' eval
 split. Prints its progress and, at the end, per-kind accuracy on texts of another seed.

@@ -142,11 +142,11 @@ class WorldEngine(TerrainGrowth, Evolution):
             model = WorldModel(ModelConfig())
         text_encoder.load_encoder("cpu")
         reader = Reader.shared()
-        _ = reader.keys  # the vocabulary's names embedded now, not in the first event's step
+        _ = reader.keys, reader.own_keys  # the names embedded now, not in the first event
         dynamics = Dynamics.load(device=device)
         # numpy's BLAS (OpenBLAS) keeps threads of its own beside torch's, which spin after
-        # each matmul while torch waits for the cores; the engine's numpy matmuls (the phrase
-        # readings) are small (docs/decisions.md). torch's OpenMP is untouched.
+        # each matmul while torch waits for the cores; the engine's numpy matmuls are small
+        # (docs/decisions.md). torch's OpenMP is untouched.
         threadpool_limits(limits=1, user_api="blas")
         return cls(model, device, reader, dynamics)
 
