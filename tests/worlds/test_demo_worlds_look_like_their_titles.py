@@ -45,9 +45,13 @@ def test_every_demo_world_has_a_look():
     assert {title for title, *_ in DEMO_WORLDS} == set(LOOKS)
 
 
-# A miss of the shipped frame decoder (26.9 dB against its teacher after one session of
-# training): its snowy pine valley at noon reads as a blossom garden to the judge
-MISSES = {"Pine Valley Run": "the judge reads its snowy valley as blossom (decoder at 30.9 dB)"}
+# A miss of the text reader (issue 46): "hills" of Mira's "green rolling hills" reads as the
+# snowfield's, and the "mixed" head takes a second biome, so her meadow has snowfields.
+# (Pine Valley Run's snowy valley, a miss of the judge until the reader read it as snowfield
+# and forest, passes now.)
+MISSES = {
+    "Mira the Cartographer": "the reader adds a snowfield to her meadow: 'hills' reads as snow"
+}
 
 
 @pytest.mark.parametrize(
